@@ -87,7 +87,7 @@ def _local_cuda_impl(rctx):
 # Found at {root}
 cc_library(
     name = "cuda_headers",
-    hdrs = glob(["include/*.h", "include/*.hpp", "include/crt/**"]),
+    hdrs = glob(["include/*.h", "include/*.hpp", "include/crt/**", "include/nv/**"]),
     includes = ["include"],
 )
 cc_import(

@@ -1,0 +1,69 @@
+/* hidet_nccl_comm_destroy and hidet_nccl_finalize: releasing what the library owns, once. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/error_int.h"
+#include "core/log_int.h"
+#include "core/registry_int.h"
+#include "core/wait_int.h"
+
+/* ncclCommFinalize (awaited, non-blocking communicators need it) then ncclCommDestroy.
+ * A finalize that fails or passes the deadline aborts the communicator instead. */
+static hidet_nccl_status_t release(const hn_nccl_t *n, ncclComm_t comm, int id) {
+    char what[96];
+    snprintf(what, sizeof what, "ncclCommFinalize of communicator id %d", id);
+    if (n->CommFinalize != NULL) {
+        double timeout;
+        hidet_nccl_status_t st = hidet_nccl__timeout_seconds(&timeout);
+        if (st != HIDET_NCCL_SUCCESS) timeout = 300;
+        ncclResult_t r = n->CommFinalize(comm);
+        if (r != ncclSuccess && r != ncclInProgress) {
+            n->CommAbort(comm);
+            return hidet_nccl__nccl_fail("hidet_nccl_comm_destroy", what, r, comm);
+        }
+        ncclComm_t one = comm;
+        st = hidet_nccl__await(n, &one, 1, timeout, 1, what);
+        if (st != HIDET_NCCL_SUCCESS) return st; /* aborted by the await */
+    }
+    ncclResult_t r = n->CommDestroy(comm);
+    if (r != ncclSuccess) {
+        snprintf(what, sizeof what, "ncclCommDestroy of communicator id %d", id);
+        return hidet_nccl__nccl_fail("hidet_nccl_comm_destroy", what, r, NULL);
+    }
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_comm_destroy(int comm_id) {
+    hidet_nccl__clear_error();
+    ncclComm_t comm;
+    int owned;
+    HN_CHECK(hidet_nccl__registry_remove(comm_id, &comm, &owned));
+    if (!owned) return HIDET_NCCL_SUCCESS; /* borrowed: the caller destroys it */
+    const hn_nccl_t *n = hidet_nccl__nccl_loaded(); /* an owned communicator implies a loaded NCCL */
+    return release(n, comm, comm_id);
+}
+
+hidet_nccl_status_t hidet_nccl_finalize(void) {
+    hidet_nccl__clear_error();
+    hn_registered_t *slots;
+    int count;
+    HN_CHECK(hidet_nccl__registry_take_all(&slots, &count));
+    hidet_nccl_status_t first = HIDET_NCCL_SUCCESS;
+    char first_message[1024] = "";
+    const hn_nccl_t *n = hidet_nccl__nccl_loaded();
+    int released = 0;
+    for (int i = 0; i < count; i++) {
+        if (!slots[i].owned || n == NULL) continue;
+        hidet_nccl_status_t st = release(n, slots[i].comm, slots[i].id);
+        released++;
+        if (st != HIDET_NCCL_SUCCESS && first == HIDET_NCCL_SUCCESS) {
+            first = st;
+            snprintf(first_message, sizeof first_message, "%s", hidet_nccl_last_error());
+        }
+    }
+    HN_INFO("finalize: %d owned communicators destroyed, %d borrowed dropped", released, count - released);
+    free(slots);
+    if (first != HIDET_NCCL_SUCCESS)
+        return HN_FAIL(first, "everything was released, but the first failure was: %s", first_message);
+    return HIDET_NCCL_SUCCESS;
+}

@@ -1,0 +1,149 @@
+/* Owned communicators from a unique id: one rank per process, or all GPUs of one process. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/cuda_int.h"
+#include "core/error_int.h"
+#include "core/log_int.h"
+#include "core/registry_int.h"
+#include "core/wait_int.h"
+
+hidet_nccl_status_t hidet_nccl_get_unique_id(ncclUniqueId *id) {
+    hidet_nccl__clear_error();
+    HN_CHECK_NOT_NULL(id);
+    const hn_nccl_t *n;
+    HN_CHECK(hidet_nccl__nccl(&n));
+    ncclResult_t r = n->GetUniqueId(id);
+    if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, "ncclGetUniqueId", r, NULL);
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* Starts one rank's init, non-blocking when NCCL has ncclCommInitRankConfig (2.14). */
+static hidet_nccl_status_t start_init(const hn_nccl_t *n, ncclComm_t *comm, int nranks, const ncclUniqueId *id,
+                                      int rank) {
+    ncclResult_t r;
+    if (n->CommInitRankConfig != NULL) {
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = 0;
+        r = n->CommInitRankConfig(comm, nranks, *id, rank, &config);
+    } else {
+        HN_INFO("NCCL %d has no ncclCommInitRankConfig (2.14); rank %d initializes blocking, without a deadline",
+                n->version, rank);
+        r = n->CommInitRank(comm, nranks, *id, rank);
+    }
+    if (r != ncclSuccess && r != ncclInProgress) {
+        char call[96];
+        snprintf(call, sizeof call, "ncclCommInitRank(nranks %d, rank %d)", nranks, rank);
+        return hidet_nccl__nccl_fail("hidet_nccl_comm_init", call, r, *comm);
+    }
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id, int rank, int *comm_id) {
+    hidet_nccl__clear_error();
+    HN_CHECK_NOT_NULL(id);
+    HN_CHECK_NOT_NULL(comm_id);
+    if (nranks < 1) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "nranks %d is less than 1", nranks);
+    if (rank < 0 || rank >= nranks)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "rank %d is not in 0 .. %d (nranks %d)", rank, nranks - 1,
+                       nranks);
+    double timeout;
+    HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
+    const hn_nccl_t *n;
+    HN_CHECK(hidet_nccl__nccl(&n));
+    int device;
+    HN_CHECK(hidet_nccl__current_device(&device));
+    ncclComm_t comm = NULL;
+    HN_CHECK(start_init(n, &comm, nranks, id, rank));
+    if (hidet_nccl__group_depth() > 0) {
+        HN_CHECK(hidet_nccl__group_track(comm));
+    } else {
+        char what[128];
+        snprintf(what, sizeof what, "ncclCommInitRank of rank %d of %d on device %d", rank, nranks, device);
+        HN_CHECK(hidet_nccl__await(n, &comm, 1, timeout, 1, what));
+    }
+    hidet_nccl_status_t st = hidet_nccl__registry_add(comm, 1, comm_id);
+    if (st != HIDET_NCCL_SUCCESS) {
+        n->CommDestroy(comm);
+        return st;
+    }
+    hidet_nccl__log_set_rank(rank);
+    HN_INFO("communicator id %d: rank %d of %d on device %d", *comm_id, rank, nranks, device);
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_comm_init_all(int ndev, const int *devices, int *comm_ids) {
+    hidet_nccl__clear_error();
+    HN_CHECK_NOT_NULL(comm_ids);
+    if (ndev < 1) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "ndev %d is less than 1", ndev);
+    if (hidet_nccl__group_depth() > 0)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE, "comm_init_all makes its own group; call it outside one");
+    double timeout;
+    HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
+    const hn_nccl_t *n;
+    HN_CHECK(hidet_nccl__nccl(&n));
+    int visible = 0;
+    cudaError_t ce = cudaGetDeviceCount(&visible);
+    if (ce != cudaSuccess) return hidet_nccl__cuda_fail(__func__, "cudaGetDeviceCount", ce);
+    for (int i = 0; i < ndev; i++) {
+        int d = devices ? devices[i] : i;
+        if (d < 0 || d >= visible)
+            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "device %d (rank %d) is not one of the %d visible GPUs",
+                           d, i, visible);
+        for (int j = 0; j < i; j++)
+            if ((devices ? devices[j] : j) == d)
+                return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                               "device %d is given for rank %d and rank %d; two ranks of one communicator on one "
+                               "GPU would hang NCCL", d, j, i);
+    }
+    ncclComm_t *comms = calloc((size_t)ndev, sizeof *comms);
+    if (comms == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d communicators", ndev);
+    int saved_device = 0;
+    cudaGetDevice(&saved_device);
+    hidet_nccl_status_t st;
+    ncclUniqueId id;
+    ncclResult_t r = n->GetUniqueId(&id);
+    if (r != ncclSuccess) {
+        st = hidet_nccl__nccl_fail(__func__, "ncclGetUniqueId", r, NULL);
+        goto out;
+    }
+    r = n->GroupStart();
+    if (r != ncclSuccess) {
+        st = hidet_nccl__nccl_fail(__func__, "ncclGroupStart", r, NULL);
+        goto out;
+    }
+    st = HIDET_NCCL_SUCCESS;
+    for (int i = 0; i < ndev && st == HIDET_NCCL_SUCCESS; i++) {
+        ce = cudaSetDevice(devices ? devices[i] : i);
+        st = ce != cudaSuccess ? hidet_nccl__cuda_fail(__func__, "cudaSetDevice", ce)
+                               : start_init(n, &comms[i], ndev, &id, i);
+    }
+    r = n->GroupEnd();
+    if (st == HIDET_NCCL_SUCCESS && r != ncclSuccess && r != ncclInProgress)
+        st = hidet_nccl__nccl_fail(__func__, "ncclGroupEnd", r, NULL);
+    if (st == HIDET_NCCL_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "ncclCommInitAll of %d GPUs", ndev);
+        st = hidet_nccl__await(n, comms, ndev, timeout, 1, what);
+    } else {
+        for (int i = 0; i < ndev; i++)
+            if (comms[i] != NULL) {
+                n->CommAbort(comms[i]);
+                comms[i] = NULL;
+            }
+    }
+    for (int i = 0; i < ndev && st == HIDET_NCCL_SUCCESS; i++) {
+        st = hidet_nccl__registry_add(comms[i], 1, &comm_ids[i]);
+        if (st == HIDET_NCCL_SUCCESS) comms[i] = NULL;
+    }
+    if (st != HIDET_NCCL_SUCCESS) { /* nothing half-made is left behind */
+        for (int i = 0; i < ndev; i++) {
+            if (comms[i] != NULL) n->CommDestroy(comms[i]);
+            comm_ids[i] = -1;
+        }
+    }
+out:
+    cudaSetDevice(saved_device);
+    free(comms);
+    return st;
+}

@@ -1,0 +1,49 @@
+/* Internal: the table of NCCL functions resolved at run time. */
+#ifndef HIDET_NCCL_CORE_NCCL_LOADER_INT_H_
+#define HIDET_NCCL_CORE_NCCL_LOADER_INT_H_
+
+#include <nccl.h>
+
+#include "hidet_nccl/hidet_nccl.h"
+
+typedef struct {
+    /* Required: present in every NCCL 2.x this library supports (2.7 and newer). */
+    ncclResult_t (*GetVersion)(int *version);
+    ncclResult_t (*GetUniqueId)(ncclUniqueId *id);
+    ncclResult_t (*CommInitRank)(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank);
+    ncclResult_t (*CommDestroy)(ncclComm_t comm);
+    ncclResult_t (*CommAbort)(ncclComm_t comm);
+    ncclResult_t (*CommCount)(const ncclComm_t comm, int *count);
+    ncclResult_t (*CommCuDevice)(const ncclComm_t comm, int *device);
+    ncclResult_t (*CommUserRank)(const ncclComm_t comm, int *rank);
+    ncclResult_t (*CommGetAsyncError)(ncclComm_t comm, ncclResult_t *async_error);
+    ncclResult_t (*AllReduce)(const void *sendbuff, void *recvbuff, size_t count,
+                              ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                              cudaStream_t stream);
+    ncclResult_t (*GroupStart)(void);
+    ncclResult_t (*GroupEnd)(void);
+    const char *(*GetErrorString)(ncclResult_t result);
+    /* Optional: NULL when the loaded NCCL is older than the version named. */
+    ncclResult_t (*CommInitRankConfig)(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+                                       ncclConfig_t *config);                  /* 2.14 */
+    ncclResult_t (*CommFinalize)(ncclComm_t comm);                             /* 2.14 */
+    ncclResult_t (*CommSplit)(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                              ncclConfig_t *config);                           /* 2.18 */
+    const char *(*GetLastError)(ncclComm_t comm);                              /* 2.13 */
+    /* Filled by the loader. */
+    int version;      /* normalized: X*10000 + Y*100 + Z */
+    char path[4096];  /* where it was loaded from */
+} hn_nccl_t;
+
+/* Loads NCCL on first use (thread-safe) and returns the table, or fails with the list of
+ * places searched. */
+hidet_nccl_status_t hidet_nccl__nccl(const hn_nccl_t **out);
+
+/* The table if loaded, else NULL; never loads (for fast paths after a successful init). */
+const hn_nccl_t *hidet_nccl__nccl_loaded(void);
+
+/* "ncclXxx failed: <NCCL's string> (<last error>)" into the thread's message. */
+hidet_nccl_status_t hidet_nccl__nccl_fail(const char *func, const char *call, ncclResult_t r,
+                                          ncclComm_t comm);
+
+#endif

@@ -1,0 +1,150 @@
+/* The communicator registry: ids, ownership, checks on every use. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error_int.h"
+#include "core/nccl_loader_int.h"
+#include "core/registry_int.h"
+
+typedef struct {
+    ncclComm_t comm;
+    int owned;
+    int live;
+} slot_t;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static slot_t *g_slots;
+static int g_count;    /* ids handed out */
+static int g_capacity;
+
+static hidet_nccl_status_t check_id_locked(int id) {
+    if (id < 0)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM, "communicator id %d is negative", id);
+    if (id >= g_count)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM,
+                       "communicator id %d was never given (%d ids have been given: 0 .. %d)", id, g_count,
+                       g_count - 1);
+    if (!g_slots[id].live)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM, "communicator id %d was destroyed", id);
+    return HIDET_NCCL_SUCCESS;
+}
+
+static hidet_nccl_status_t reserve_locked(int needed) {
+    if (needed <= g_capacity) return HIDET_NCCL_SUCCESS;
+    int cap = g_capacity ? g_capacity : 16;
+    while (cap < needed) cap = cap > INT_MAX / 2 ? INT_MAX : cap * 2;
+    slot_t *s = realloc(g_slots, (size_t)cap * sizeof *s);
+    if (s == NULL)
+        return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory growing the registry to %d slots", cap);
+    g_slots = s;
+    g_capacity = cap;
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int *id) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = g_count == INT_MAX
+                                 ? HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "the registry is full (%d ids)", g_count)
+                                 : reserve_locked(g_count + 1);
+    if (st == HIDET_NCCL_SUCCESS) {
+        g_slots[g_count] = (slot_t){comm, owned, 1};
+        *id = g_count++;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_get(int id, ncclComm_t *comm, int *owned) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(id);
+    if (st == HIDET_NCCL_SUCCESS) {
+        *comm = g_slots[id].comm;
+        if (owned) *owned = g_slots[id].owned;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_remove(int id, ncclComm_t *comm, int *owned) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(id);
+    if (st == HIDET_NCCL_SUCCESS) {
+        *comm = g_slots[id].comm;
+        *owned = g_slots[id].owned;
+        g_slots[id].live = 0;
+        g_slots[id].comm = NULL;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *n) {
+    pthread_mutex_lock(&g_lock);
+    int live = 0;
+    for (int i = 0; i < g_count; i++) live += g_slots[i].live;
+    hn_registered_t *out = calloc((size_t)live + 1, sizeof *out);
+    if (out == NULL) {
+        pthread_mutex_unlock(&g_lock);
+        return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory listing %d communicators", live);
+    }
+    int k = 0;
+    for (int i = 0; i < g_count; i++)
+        if (g_slots[i].live) out[k++] = (hn_registered_t){i, g_slots[i].owned, g_slots[i].comm};
+    free(g_slots);
+    g_slots = NULL;
+    g_count = g_capacity = 0;
+    pthread_mutex_unlock(&g_lock);
+    *slots = out;
+    *n = k;
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
+    hidet_nccl__clear_error();
+    if (num_comms < 0)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "num_comms %d is negative", num_comms);
+    if (num_comms > 0 && comms == NULL)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms is NULL but num_comms is %d", num_comms);
+    for (int i = 0; i < num_comms; i++)
+        if (comms[i] == NULL)
+            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms[%d] of %d is NULL", i, num_comms);
+    const hn_nccl_t *n; /* all_reduce on these needs the table */
+    HN_CHECK(hidet_nccl__nccl(&n));
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
+    for (int i = 0; i < g_count; i++) {
+        if (g_slots[i].live && g_slots[i].owned) {
+            st = HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
+                         "communicator id %d is owned by the library and live; set_comms would drop it "
+                         "(destroy it or call hidet_nccl_finalize first)", i);
+            break;
+        }
+    }
+    if (st == HIDET_NCCL_SUCCESS) {
+        g_count = 0;
+        st = reserve_locked(num_comms);
+    }
+    if (st == HIDET_NCCL_SUCCESS) {
+        for (int i = 0; i < num_comms; i++) g_slots[i] = (slot_t){comms[i], 0, 1};
+        g_count = num_comms;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl_get_comm(int idx, ncclComm_t *out) {
+    hidet_nccl__clear_error();
+    HN_CHECK_NOT_NULL(out);
+    return hidet_nccl__registry_get(idx, out, NULL);
+}
+
+hidet_nccl_status_t hidet_nccl_comm_count(int *count) {
+    hidet_nccl__clear_error();
+    HN_CHECK_NOT_NULL(count);
+    pthread_mutex_lock(&g_lock);
+    *count = g_count;
+    pthread_mutex_unlock(&g_lock);
+    return HIDET_NCCL_SUCCESS;
+}

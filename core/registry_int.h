@@ -1,0 +1,24 @@
+/* Internal: the process-wide table of communicator slots. Ids index the table; a slot is
+ * never reused until the table is emptied by finalize or replaced by set_comms. */
+#ifndef HIDET_NCCL_CORE_REGISTRY_INT_H_
+#define HIDET_NCCL_CORE_REGISTRY_INT_H_
+
+#include <nccl.h>
+
+#include "hidet_nccl/hidet_nccl.h"
+
+/* Adds a live communicator; *id is its new id. */
+hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int *id);
+/* The communicator of a live id (owned may be NULL); a clear error for any other id. */
+hidet_nccl_status_t hidet_nccl__registry_get(int id, ncclComm_t *comm, int *owned);
+/* Marks a live id dead and returns what it held. */
+hidet_nccl_status_t hidet_nccl__registry_remove(int id, ncclComm_t *comm, int *owned);
+/* Empties the table. *slots (malloc'ed, caller frees) lists the n live slots. */
+typedef struct {
+    int id;
+    int owned;
+    ncclComm_t comm;
+} hn_registered_t;
+hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *n);
+
+#endif

@@ -1,0 +1,55 @@
+/* Status names and the thread-local error message. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error_int.h"
+
+#define MESSAGE_BYTES 4096
+
+static _Thread_local char g_message[MESSAGE_BYTES];
+
+static const char *const k_status_names[HIDET_NCCL_NUM_STATUS] = {
+    [HIDET_NCCL_SUCCESS] = "success",
+    [HIDET_NCCL_ERROR_INVALID_ARGUMENT] = "invalid argument",
+    [HIDET_NCCL_ERROR_INVALID_COMM] = "invalid communicator id",
+    [HIDET_NCCL_ERROR_UNSUPPORTED] = "unsupported",
+    [HIDET_NCCL_ERROR_NCCL_NOT_FOUND] = "NCCL not found",
+    [HIDET_NCCL_ERROR_NCCL] = "NCCL error",
+    [HIDET_NCCL_ERROR_CUDA] = "CUDA error",
+    [HIDET_NCCL_ERROR_TIMEOUT] = "timeout",
+    [HIDET_NCCL_ERROR_BOOTSTRAP] = "bootstrap error",
+    [HIDET_NCCL_ERROR_SYSTEM] = "system error",
+    [HIDET_NCCL_ERROR_INVALID_USAGE] = "invalid usage",
+};
+
+const char *hidet_nccl_status_string(hidet_nccl_status_t status) {
+    if ((int)status < 0 || status >= HIDET_NCCL_NUM_STATUS) return "unknown status";
+    return k_status_names[status];
+}
+
+const char *hidet_nccl_last_error(void) { return g_message; }
+
+void hidet_nccl__clear_error(void) { g_message[0] = '\0'; }
+
+hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *func,
+                                     const char *fmt, ...) {
+    char detail[MESSAGE_BYTES];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    snprintf(g_message, sizeof g_message, "hidet_nccl: %s: %s", func, detail);
+    return status;
+}
+
+void hidet_nccl__append_error(const char *fmt, ...) {
+    size_t used = strlen(g_message);
+    if (used + 3 >= sizeof g_message) return;
+    memcpy(g_message + used, "; ", 3);
+    used += 2;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_message + used, sizeof g_message - used, fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,25 @@
+/* Internal: deadlines and polling of non-blocking NCCL communicators. */
+#ifndef HIDET_NCCL_CORE_WAIT_INT_H_
+#define HIDET_NCCL_CORE_WAIT_INT_H_
+
+#include "core/nccl_loader_int.h"
+
+/* $HIDET_NCCL_TIMEOUT in seconds (default 300); a bad value is an error naming it. */
+hidet_nccl_status_t hidet_nccl__timeout_seconds(double *seconds);
+
+/* Monotonic seconds. */
+double hidet_nccl__now(void);
+
+/* Polls ncclCommGetAsyncError on comms[0..n-1] (NULL entries skipped) until none is
+ * ncclInProgress. On an NCCL error or at the deadline, and if abort_on_failure, every
+ * communicator of the list is aborted and its entry set to NULL. `what` names what is
+ * awaited, for the message. */
+hidet_nccl_status_t hidet_nccl__await(const hn_nccl_t *nccl, ncclComm_t *comms, int n,
+                                      double timeout_s, int abort_on_failure, const char *what);
+
+/* Group bookkeeping of the calling thread (core/group.c). */
+int hidet_nccl__group_depth(void);
+/* Remembers a communicator used inside the current group, to await it at group_end. */
+hidet_nccl_status_t hidet_nccl__group_track(ncclComm_t comm);
+
+#endif

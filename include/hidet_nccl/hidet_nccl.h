@@ -1,0 +1,214 @@
+/*
+ * hidet-nccl: NCCL communicators and a dtype-mapped all_reduce for HPC codes.
+ *
+ * Model: a bootstrap (or your own ncclUniqueId) gives a communicator, which the library
+ * keeps in a process-wide registry under an integer id; all_reduce takes that id, a
+ * hidet data type and a reduction op.
+ *
+ * Every function returns a hidet_nccl_status_t. On failure, hidet_nccl_last_error()
+ * returns a message for the calling thread that says what failed, with the values
+ * involved. Nothing in this library calls abort() or exit() on bad input.
+ *
+ * NCCL is loaded at run time (see hidet_nccl_load()); link with
+ *   -lhidet_nccl -lcudart -ldl -lpthread        (no -lnccl)
+ */
+#ifndef HIDET_NCCL_HIDET_NCCL_H_
+#define HIDET_NCCL_HIDET_NCCL_H_
+
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HIDET_NCCL_VERSION_MAJOR 0
+#define HIDET_NCCL_VERSION_MINOR 1
+#define HIDET_NCCL_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum {
+    HIDET_NCCL_SUCCESS = 0,
+    HIDET_NCCL_ERROR_INVALID_ARGUMENT = 1, /* a NULL pointer, a value out of range */
+    HIDET_NCCL_ERROR_INVALID_COMM = 2,     /* a communicator id never given, or destroyed */
+    HIDET_NCCL_ERROR_UNSUPPORTED = 3,      /* dtype x op NCCL cannot do exactly; NCCL too old */
+    HIDET_NCCL_ERROR_NCCL_NOT_FOUND = 4,   /* no libnccl could be loaded */
+    HIDET_NCCL_ERROR_NCCL = 5,             /* an NCCL call failed */
+    HIDET_NCCL_ERROR_CUDA = 6,             /* a CUDA runtime call failed (e.g. no GPU) */
+    HIDET_NCCL_ERROR_TIMEOUT = 7,          /* a wait passed its deadline */
+    HIDET_NCCL_ERROR_BOOTSTRAP = 8,        /* the bootstrap could not deliver */
+    HIDET_NCCL_ERROR_SYSTEM = 9,           /* an operating-system call failed, out of memory */
+    HIDET_NCCL_ERROR_INVALID_USAGE = 10,   /* right arguments, wrong moment (e.g. group nesting) */
+    HIDET_NCCL_NUM_STATUS = 11
+} hidet_nccl_status_t;
+
+/* A static name for a status ("success", "invalid argument", ...); never NULL. */
+const char *hidet_nccl_status_string(hidet_nccl_status_t status);
+
+/* The message of the last failure in the calling thread ("" if none). Valid until the
+ * thread's next call into the library. */
+const char *hidet_nccl_last_error(void);
+
+/* ---------------------------------------------------------------- data types, ops */
+
+/* Every DataType of the hidet compiler. The numeric values are this library's, not NCCL's. */
+typedef enum {
+    HIDET_NCCL_BOOL = 0,
+    HIDET_NCCL_INT8,
+    HIDET_NCCL_INT16,
+    HIDET_NCCL_INT32,
+    HIDET_NCCL_INT64,
+    HIDET_NCCL_UINT8,
+    HIDET_NCCL_UINT16,
+    HIDET_NCCL_UINT32,
+    HIDET_NCCL_UINT64,
+    HIDET_NCCL_FLOAT16,
+    HIDET_NCCL_BFLOAT16,
+    HIDET_NCCL_TFLOAT32, /* stored as float32; reduced as float32 */
+    HIDET_NCCL_FLOAT32,
+    HIDET_NCCL_FLOAT64,
+    HIDET_NCCL_FLOAT8_E4M3,
+    HIDET_NCCL_FLOAT8_E5M2,
+    HIDET_NCCL_COMPLEX64,  /* two float32; sum/avg as float32 with twice the count */
+    HIDET_NCCL_COMPLEX128, /* two float64; sum/avg as float64 with twice the count */
+    HIDET_NCCL_NUM_DTYPES
+} hidet_nccl_dtype_t;
+
+typedef enum {
+    HIDET_NCCL_SUM = 0,
+    HIDET_NCCL_PROD,
+    HIDET_NCCL_MAX,
+    HIDET_NCCL_MIN,
+    HIDET_NCCL_AVG,
+    HIDET_NCCL_NUM_OPS
+} hidet_nccl_op_t;
+
+/* hidet's name ("float32", "bfloat16", "complex64", ...). *name is a static string. */
+hidet_nccl_status_t hidet_nccl_dtype_name(hidet_nccl_dtype_t dtype, const char **name);
+/* From hidet's name or short name ("float32" or "f32", "bfloat16" or "bf16", ...). */
+hidet_nccl_status_t hidet_nccl_dtype_from_name(const char *name, hidet_nccl_dtype_t *dtype);
+/* Bytes per element (complex64: 8, bool: 1, tfloat32: 4). */
+hidet_nccl_status_t hidet_nccl_dtype_size(hidet_nccl_dtype_t dtype, size_t *bytes);
+/* "sum", "prod", "max", "min", "avg", both ways. */
+hidet_nccl_status_t hidet_nccl_op_name(hidet_nccl_op_t op, const char **name);
+hidet_nccl_status_t hidet_nccl_op_from_name(const char *name, hidet_nccl_op_t *op);
+
+/* How an all_reduce of `dtype` with `op` reaches NCCL. */
+typedef struct {
+    ncclDataType_t nccl_dtype; /* the type NCCL reduces */
+    ncclRedOp_t nccl_op;
+    size_t count_multiplier;   /* NCCL elements per element of dtype (2 for complex) */
+    int min_nccl_version;      /* the NCCL version code this needs, e.g. 21000 for bf16 */
+} hidet_nccl_reduction_t;
+
+/* Whether NCCL can do dtype x op exactly, and how. HIDET_NCCL_ERROR_UNSUPPORTED with the
+ * reason for what it cannot do (int16 anything, bool sum, complex max, ...). Independent of
+ * the loaded NCCL: compare min_nccl_version with hidet_nccl_nccl_version(). */
+hidet_nccl_status_t hidet_nccl_reduction(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
+                                         hidet_nccl_reduction_t *out);
+
+/* ---------------------------------------------------------------- NCCL loading */
+
+/* Loads NCCL if not loaded yet; every function that needs NCCL calls it. Search order:
+ *   1. $HIDET_NCCL_LIBRARY, a file path; if it fails nothing else is tried;
+ *   2. a copy already in the process (the program itself, or a loaded libnccl.so.2);
+ *   3. $NCCL_HOME/lib, $NCCL_HOME/lib64;
+ *   4. pip wheels nvidia-nccl-cu11/cu12/cu13: <site-packages>/nvidia/nccl/lib of
+ *      $VIRTUAL_ENV, $CONDA_PREFIX, the user site (~/.local) and the python3 on PATH;
+ *   5. $CUDA_HOME/lib64, $CUDA_HOME/lib (CUDA_HOME defaults to /usr/local/cuda);
+ *   6. the system loader (libnccl.so.2, then libnccl.so).
+ * HIDET_NCCL_DEBUG=INFO prints each place tried. When nothing loads, the error lists every
+ * place with the loader's reason. */
+hidet_nccl_status_t hidet_nccl_load(void);
+/* The file NCCL was loaded from (a static string), after a successful load. */
+hidet_nccl_status_t hidet_nccl_library_path(const char **path);
+/* The loaded NCCL's version code, as ncclGetVersion gives it (22803 for 2.28.3). */
+hidet_nccl_status_t hidet_nccl_nccl_version(int *version_code);
+
+/* ---------------------------------------------------------------- communicators */
+
+/*
+ * The registry. Communicator ids are small non-negative integers, valid from the call that
+ * returns them until hidet_nccl_comm_destroy() or hidet_nccl_finalize(). Every use checks
+ * the id: negative, past the end and destroyed ids are HIDET_NCCL_ERROR_INVALID_COMM.
+ *
+ * Ownership:
+ *  - OWNED communicators are created by this library (init, init_all, split). The library
+ *    destroys them in hidet_nccl_comm_destroy() or, for those left, hidet_nccl_finalize().
+ *  - BORROWED communicators are given by the caller through hidet_nccl_set_comms(). The
+ *    library never destroys them; destroying them (after hidet_nccl_comm_destroy() or
+ *    hidet_nccl_finalize() has dropped them) is the caller's job.
+ * Destroying an id twice is HIDET_NCCL_ERROR_INVALID_COMM, never a crash.
+ * All functions are thread-safe. Calls on one communicator from several threads at once
+ * are ordered as NCCL orders them (that is, the caller must order them).
+ */
+
+/* Seed-compatible: the pool of borrowed communicators. After it, comms[i] has id i. It
+ * replaces earlier borrowed communicators, and is refused while the registry holds a live
+ * owned communicator (destroy those, or finalize, first). The array is copied. */
+hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms);
+/* Seed-compatible: the NCCL communicator of id idx. */
+hidet_nccl_status_t hidet_nccl_get_comm(int idx, ncclComm_t *out);
+/* Number of ids handed out so far (live or not); ids are 0 .. count-1. */
+hidet_nccl_status_t hidet_nccl_comm_count(int *count);
+
+/* One rank of a communicator of nranks ranks on the current CUDA device, from an id that
+ * rank 0 got from ncclGetUniqueId (hidet_nccl_get_unique_id) and shared. Created
+ * non-blocking and awaited up to $HIDET_NCCL_TIMEOUT seconds (default 300); at the deadline
+ * the communicator is aborted and HIDET_NCCL_ERROR_TIMEOUT returned. */
+hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id, int rank,
+                                              int *comm_id);
+/* One process, ndev GPUs: a communicator of ndev ranks, rank i on devices[i] (devices NULL:
+ * 0 .. ndev-1), ids in comm_ids[0 .. ndev-1]. The same device twice is refused. */
+hidet_nccl_status_t hidet_nccl_comm_init_all(int ndev, const int *devices, int *comm_ids);
+/* ncclGetUniqueId through the loaded NCCL. Each communicator needs a fresh one. */
+hidet_nccl_status_t hidet_nccl_get_unique_id(ncclUniqueId *id);
+
+/* Collective over comm_id's ranks (NCCL 2.18 or newer): ranks with the same color form a
+ * new communicator, ordered by key then old rank. color HIDET_NCCL_SPLIT_NOCOLOR (NCCL's
+ * NCCL_SPLIT_NOCOLOR) gives no communicator and *new_id = -1. Inside a group
+ * (hidet_nccl_group_start/end) the new communicator is ready after group_end. */
+#define HIDET_NCCL_SPLIT_NOCOLOR NCCL_SPLIT_NOCOLOR
+hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *new_id);
+
+/* Owned: ncclCommDestroy, then the id is dead. Borrowed: the id is dead; the NCCL
+ * communicator is left to the caller. */
+hidet_nccl_status_t hidet_nccl_comm_destroy(int comm_id);
+
+hidet_nccl_status_t hidet_nccl_comm_rank(int comm_id, int *rank);
+hidet_nccl_status_t hidet_nccl_comm_size(int comm_id, int *size);
+hidet_nccl_status_t hidet_nccl_comm_device(int comm_id, int *device);
+/* 1 if the library owns (and will destroy) the communicator, 0 if it is borrowed. */
+hidet_nccl_status_t hidet_nccl_comm_is_owned(int comm_id, int *owned);
+
+/* Destroys every owned communicator, drops the borrowed ones, and empties the registry.
+ * Calling it again (or with nothing registered) is a successful no-op. The first failure
+ * is returned, after everything else has been released. */
+hidet_nccl_status_t hidet_nccl_finalize(void);
+
+/* ---------------------------------------------------------------- collectives */
+
+/* ncclGroupStart/ncclGroupEnd, for one thread driving several GPUs: every all_reduce (and
+ * split, init) between them is launched together. group_end waits, up to the timeout,
+ * for the communicators used in the group to be ready. Groups nest. */
+hidet_nccl_status_t hidet_nccl_group_start(void);
+hidet_nccl_status_t hidet_nccl_group_end(void);
+
+/*
+ * recvbuff[i] = op over ranks of sendbuff[i], for i < count elements of dtype.
+ * sendbuff == recvbuff is in place. count 0 is a successful no-op (buffers may be NULL).
+ * Every argument is checked before NCCL is touched. Stream-ordered: it neither
+ * synchronizes the host nor allocates, so it can be captured in a CUDA graph.
+ */
+hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, void *recvbuff,
+                                          size_t count, hidet_nccl_dtype_t dtype,
+                                          hidet_nccl_op_t op, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HIDET_NCCL_HIDET_NCCL_H_ */
