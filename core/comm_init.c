@@ -82,20 +82,22 @@ hidet_nccl_status_t hidet_nccl_comm_init_all(int ndev, const int *devices, int *
     HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));
-    int visible = 0;
-    cudaError_t ce = cudaGetDeviceCount(&visible);
-    if (ce != cudaSuccess) return hidet_nccl__cuda_fail(__func__, "cudaGetDeviceCount", ce);
     for (int i = 0; i < ndev; i++) {
         int d = devices ? devices[i] : i;
-        if (d < 0 || d >= visible)
-            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "device %d (rank %d) is not one of the %d visible GPUs",
-                           d, i, visible);
+        if (d < 0) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "device %d (rank %d) is negative", d, i);
         for (int j = 0; j < i; j++)
             if ((devices ? devices[j] : j) == d)
                 return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                                "device %d is given for rank %d and rank %d; two ranks of one communicator on one "
                                "GPU would hang NCCL", d, j, i);
     }
+    int visible = 0;
+    cudaError_t ce = cudaGetDeviceCount(&visible);
+    if (ce != cudaSuccess) return hidet_nccl__cuda_fail(__func__, "cudaGetDeviceCount", ce);
+    for (int i = 0; i < ndev; i++)
+        if ((devices ? devices[i] : i) >= visible)
+            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "device %d (rank %d) is not one of the %d visible GPUs",
+                           devices ? devices[i] : i, i, visible);
     ncclComm_t *comms = calloc((size_t)ndev, sizeof *comms);
     if (comms == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d communicators", ndev);
     int saved_device = 0;

@@ -18,6 +18,9 @@
 #include "core/nccl_loader_int.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *const k_system_sonames[] = {"libnccl.so.2", "libnccl.so", NULL};
+const char *const *hidet_nccl__system_sonames = k_system_sonames;
 static hn_nccl_t g_nccl;
 static atomic_int g_loaded; /* set once g_nccl is complete */
 
@@ -234,8 +237,8 @@ static hidet_nccl_status_t load_locked(void) {
     const char *cuda_home = getenv("CUDA_HOME");
     if (cuda_home == NULL || *cuda_home == '\0') cuda_home = "/usr/local/cuda";
     if (try_dir(cuda_home, "lib64", &s) || try_dir(cuda_home, "lib", &s)) return HIDET_NCCL_SUCCESS;
-    const char *sonames[] = {"libnccl.so.2", "libnccl.so"};
-    for (size_t i = 0; i < 2; i++) {
+    const char *const *sonames = hidet_nccl__system_sonames;
+    for (size_t i = 0; sonames[i] != NULL; i++) {
         void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
         if (h == NULL) {
             const char *e = dlerror();

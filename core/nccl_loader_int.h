@@ -35,6 +35,10 @@ typedef struct {
     char path[4096];  /* where it was loaded from */
 } hn_nccl_t;
 
+/* The names the last step gives the system loader (NULL-terminated). Tests replace it to
+ * see the error of a search that finds nothing on a machine that has NCCL. */
+extern const char *const *hidet_nccl__system_sonames;
+
 /* Loads NCCL on first use (thread-safe) and returns the table, or fails with the list of
  * places searched. */
 hidet_nccl_status_t hidet_nccl__nccl(const hn_nccl_t **out);

@@ -1,0 +1,158 @@
+/* The registry: seed-compatible set_comms/get_comm, ids checked on every use, ownership,
+ * finalize, and many threads at once. Borrowed communicators here are fake pointers that
+ * the library must never hand to NCCL (it destroys only what it owns). */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/registry_int.h"
+#include "hidet_nccl/hidet_nccl.h"
+#include "tests/cunit_runner.h"
+
+#define FAKE(i) ((ncclComm_t)(uintptr_t)(0x1000 + 16 * (i)))
+
+static void test_set_and_get(void) {
+    ncclComm_t comms[3] = {FAKE(0), FAKE(1), FAKE(2)};
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(3, comms), HIDET_NCCL_SUCCESS, NULL);
+    comms[1] = FAKE(9); /* the array was copied */
+    for (int i = 0; i < 3; i++) {
+        ncclComm_t c = NULL;
+        int owned = -1;
+        HN_ASSERT_STATUS(hidet_nccl_get_comm(i, &c), HIDET_NCCL_SUCCESS, NULL);
+        CU_ASSERT_PTR_EQUAL(c, FAKE(i));
+        HN_ASSERT_STATUS(hidet_nccl_comm_is_owned(i, &owned), HIDET_NCCL_SUCCESS, NULL);
+        CU_ASSERT_EQUAL(owned, 0);
+    }
+    int count = -1;
+    HN_ASSERT_STATUS(hidet_nccl_comm_count(&count), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(count, 3);
+    HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
+}
+
+static void test_bad_ids(void) {
+    ncclComm_t comms[2] = {FAKE(0), FAKE(1)};
+    ncclComm_t c;
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(2, comms), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(-1, &c), HIDET_NCCL_ERROR_INVALID_COMM, "-1 is negative");
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(2, &c), HIDET_NCCL_ERROR_INVALID_COMM, "2 was never given");
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(INT32_MAX, &c), HIDET_NCCL_ERROR_INVALID_COMM, "2147483647");
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(0, NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "out");
+    HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
+}
+
+static void test_destroy_borrowed_twice(void) {
+    ncclComm_t comms[2] = {FAKE(0), FAKE(1)};
+    ncclComm_t c;
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(2, comms), HIDET_NCCL_SUCCESS, NULL);
+    /* Borrowed: the library drops the id and never calls ncclCommDestroy on the fake. */
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(0), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(0), HIDET_NCCL_ERROR_INVALID_COMM, "0 was destroyed");
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(0, &c), HIDET_NCCL_ERROR_INVALID_COMM, "destroyed");
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(1, &c), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_PTR_EQUAL(c, FAKE(1));
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(5), HIDET_NCCL_ERROR_INVALID_COMM, "5");
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(-2), HIDET_NCCL_ERROR_INVALID_COMM, "-2");
+    HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
+}
+
+static void test_finalize_twice_and_ids_after(void) {
+    ncclComm_t comms[1] = {FAKE(0)};
+    ncclComm_t c;
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(1, comms), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(0, &c), HIDET_NCCL_ERROR_INVALID_COMM, "never given");
+    int count = -1;
+    HN_ASSERT_STATUS(hidet_nccl_comm_count(&count), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(count, 0);
+}
+
+static void test_set_comms_replaces_borrowed(void) {
+    ncclComm_t a[3] = {FAKE(0), FAKE(1), FAKE(2)};
+    ncclComm_t b[1] = {FAKE(7)};
+    ncclComm_t c;
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(3, a), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(1, b), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(0, &c), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_PTR_EQUAL(c, FAKE(7));
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(1, &c), HIDET_NCCL_ERROR_INVALID_COMM, "never given");
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(0, NULL), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(0, &c), HIDET_NCCL_ERROR_INVALID_COMM, "never given");
+}
+
+static void test_set_comms_refuses_to_drop_owned(void) {
+    /* An owned slot (added as the init functions do) blocks set_comms until destroyed. */
+    int id = -1;
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(0, NULL), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl__registry_add(FAKE(3), 1, &id), HIDET_NCCL_SUCCESS, NULL);
+    ncclComm_t b[1] = {FAKE(7)};
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(1, b), HIDET_NCCL_ERROR_INVALID_USAGE, "owned by the library");
+    /* Take it back out without NCCL seeing the fake pointer. */
+    ncclComm_t c;
+    int owned;
+    HN_ASSERT_STATUS(hidet_nccl__registry_remove(id, &c, &owned), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(owned, 1);
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(1, b), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
+}
+
+static void test_set_comms_arguments(void) {
+    ncclComm_t with_null[3] = {FAKE(0), NULL, FAKE(2)};
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(-1, with_null), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "-1");
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(2, NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms is NULL");
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(3, with_null), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms[1] of 3");
+    HN_ASSERT_STATUS(hidet_nccl_comm_count(NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "count");
+}
+
+#define THREADS 8
+#define PER_THREAD 2000
+
+static void *adder(void *arg) {
+    int *ids = arg;
+    for (int i = 0; i < PER_THREAD; i++) {
+        if (hidet_nccl__registry_add(FAKE(i), 0, &ids[i]) != HIDET_NCCL_SUCCESS) return NULL;
+        ncclComm_t c;
+        if (hidet_nccl_get_comm(ids[i], &c) != HIDET_NCCL_SUCCESS || c != FAKE(i)) return NULL;
+        if (i % 3 == 0 && hidet_nccl_comm_destroy(ids[i]) != HIDET_NCCL_SUCCESS) return NULL;
+    }
+    return arg;
+}
+
+static void test_threads_get_unique_ids(void) {
+    static int ids[THREADS][PER_THREAD];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, adder, ids[i]), 0);
+    for (int i = 0; i < THREADS; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        CU_ASSERT_PTR_EQUAL(r, ids[i]);
+    }
+    static unsigned char seen[THREADS * PER_THREAD];
+    memset(seen, 0, sizeof seen);
+    int dup = 0;
+    for (int i = 0; i < THREADS; i++)
+        for (int j = 0; j < PER_THREAD; j++) {
+            int id = ids[i][j];
+            if (id < 0 || id >= THREADS * PER_THREAD || seen[id]++) dup++;
+        }
+    CU_ASSERT_EQUAL(dup, 0);
+    int count;
+    hidet_nccl_comm_count(&count);
+    CU_ASSERT_EQUAL(count, THREADS * PER_THREAD);
+    HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
+}
+
+int main(void) {
+    static const hn_test_t tests[] = {
+        {"set_comms then get_comm", test_set_and_get},
+        {"bad ids", test_bad_ids},
+        {"destroy a borrowed communicator twice", test_destroy_borrowed_twice},
+        {"finalize twice, ids after finalize", test_finalize_twice_and_ids_after},
+        {"set_comms replaces borrowed communicators", test_set_comms_replaces_borrowed},
+        {"set_comms refuses to drop owned communicators", test_set_comms_refuses_to_drop_owned},
+        {"set_comms arguments", test_set_comms_arguments},
+        {"8 threads get unique ids", test_threads_get_unique_ids},
+        {NULL, NULL},
+    };
+    return hn_run_tests("registry", tests);
+}
