@@ -1,0 +1,24 @@
+/* Host-side reference for all_reduce checks, shared by the GPU tests and the benchmark:
+ * per-rank input values chosen so that every supported dtype x op is exact, and the
+ * expected result, both in the NCCL element type the library hands to NCCL. */
+#ifndef HIDET_NCCL_TESTS_GPU_REFERENCE_H_
+#define HIDET_NCCL_TESTS_GPU_REFERENCE_H_
+
+#include <stddef.h>
+
+#include "hidet_nccl/hidet_nccl.h"
+
+/* Bytes of one NCCL element of type t. */
+size_t hn_ref_elem_size(ncclDataType_t t);
+
+/* Fills n NCCL elements of rank's input for an all_reduce of dtype with op. */
+void hn_ref_fill(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, int rank, size_t n, void *out);
+
+/* The exact result of all_reduce over nranks ranks filled by hn_ref_fill. */
+void hn_ref_expected(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, int nranks, size_t n, void *out);
+
+/* Index of the first differing NCCL element of a and b, or (size_t)-1 if equal. */
+size_t hn_ref_first_difference(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, const void *a, const void *b,
+                               size_t n);
+
+#endif
