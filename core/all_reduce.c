@@ -8,7 +8,7 @@
 
 hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
                                           hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, cudaStream_t stream) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     ncclComm_t comm;
     HN_CHECK(hidet_nccl__registry_get(comm_id, &comm, NULL));
     const hn_nccl_t *n = hidet_nccl__nccl_loaded(); /* a registered communicator implies a loaded NCCL */

@@ -34,7 +34,7 @@ static hidet_nccl_status_t release(const hn_nccl_t *n, ncclComm_t comm, int id) 
 }
 
 hidet_nccl_status_t hidet_nccl_comm_destroy(int comm_id) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     ncclComm_t comm;
     int owned;
     HN_CHECK(hidet_nccl__registry_remove(comm_id, &comm, &owned));
@@ -44,7 +44,7 @@ hidet_nccl_status_t hidet_nccl_comm_destroy(int comm_id) {
 }
 
 hidet_nccl_status_t hidet_nccl_finalize(void) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     hn_registered_t *slots;
     int count;
     HN_CHECK(hidet_nccl__registry_take_all(&slots, &count));

@@ -9,7 +9,7 @@
 #include "core/wait_int.h"
 
 hidet_nccl_status_t hidet_nccl_get_unique_id(ncclUniqueId *id) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(id);
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));
@@ -40,7 +40,7 @@ static hidet_nccl_status_t start_init(const hn_nccl_t *n, ncclComm_t *comm, int 
 }
 
 hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id, int rank, int *comm_id) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(id);
     HN_CHECK_NOT_NULL(comm_id);
     if (nranks < 1) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "nranks %d is less than 1", nranks);
@@ -73,7 +73,7 @@ hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id
 }
 
 hidet_nccl_status_t hidet_nccl_comm_init_all(int ndev, const int *devices, int *comm_ids) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(comm_ids);
     if (ndev < 1) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "ndev %d is less than 1", ndev);
     if (hidet_nccl__group_depth() > 0)

@@ -22,22 +22,22 @@ static hidet_nccl_status_t query(const char *func, int comm_id, int *out, size_t
 }
 
 hidet_nccl_status_t hidet_nccl_comm_rank(int comm_id, int *rank) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     return query(__func__, comm_id, rank, offsetof(hn_nccl_t, CommUserRank), "ncclCommUserRank");
 }
 
 hidet_nccl_status_t hidet_nccl_comm_size(int comm_id, int *size) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     return query(__func__, comm_id, size, offsetof(hn_nccl_t, CommCount), "ncclCommCount");
 }
 
 hidet_nccl_status_t hidet_nccl_comm_device(int comm_id, int *device) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     return query(__func__, comm_id, device, offsetof(hn_nccl_t, CommCuDevice), "ncclCommCuDevice");
 }
 
 hidet_nccl_status_t hidet_nccl_comm_is_owned(int comm_id, int *owned) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(owned);
     ncclComm_t comm;
     return hidet_nccl__registry_get(comm_id, &comm, owned);

@@ -1,5 +1,6 @@
 /* hidet_nccl_comm_split: a new owned communicator from a color and key (NCCL 2.18+). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core/dtype_int.h"
 #include "core/error_int.h"
@@ -7,7 +8,7 @@
 #include "core/wait_int.h"
 
 hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *new_id) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(new_id);
     if (color < 0 && color != HIDET_NCCL_SPLIT_NOCOLOR)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
@@ -25,23 +26,47 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
                        hidet_nccl__version_patch(n->version), n->path);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    ncclComm_t child = NULL;
-    ncclResult_t r = n->CommSplit(parent, color, key, &child, &config);
     char what[128];
     snprintf(what, sizeof what, "ncclCommSplit of communicator id %d (color %d, key %d)", comm_id, color, key);
-    if (r != ncclSuccess && r != ncclInProgress) return hidet_nccl__nccl_fail(__func__, what, r, parent);
-    if (hidet_nccl__group_depth() > 0) {
-        if (child != NULL) HN_CHECK(hidet_nccl__group_track(child));
-    } else {
-        /* The parent takes part in the split, so it is awaited too. */
-        ncclComm_t both[2] = {parent, child};
-        HN_CHECK(hidet_nccl__await(n, both, child ? 2 : 1, timeout, 0, what));
+    /* NCCL writes the new communicator when the split's job has run, which for a
+     * non-blocking parent may be after the call returns: give it an address that lives on. */
+    ncclComm_t *child = malloc(sizeof *child);
+    if (child == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for a split");
+    *child = NULL;
+    int in_group = hidet_nccl__group_depth() > 0;
+    int id = -1;
+    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
+    if (in_group && color != HIDET_NCCL_SPLIT_NOCOLOR) st = hidet_nccl__registry_add(NULL, 1, &id);
+    if (st != HIDET_NCCL_SUCCESS) {
+        free(child);
+        return st;
     }
-    if (child == NULL) {
+    ncclResult_t r = n->CommSplit(parent, color, key, child, &config);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        st = hidet_nccl__nccl_fail(__func__, what, r, parent);
+        if (id >= 0) hidet_nccl__registry_fill(id, NULL);
+        free(child);
+        return st;
+    }
+    if (in_group) {
+        /* Even for NOCOLOR, NCCL may write *child at group end: it stays alive until then. */
+        st = hidet_nccl__group_track(parent);
+        if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__group_add_split(id, child);
+        else free(child);
+        *new_id = id; /* a pending id until group_end; -1 for NOCOLOR */
+        return st;
+    }
+    /* The parent carries the split's job: once it is ready, *child is final. */
+    st = hidet_nccl__await(n, &parent, 1, timeout, 0, what);
+    if (st == HIDET_NCCL_SUCCESS && *child != NULL) st = hidet_nccl__await(n, child, 1, timeout, 1, what);
+    ncclComm_t made = *child;
+    free(child);
+    if (st != HIDET_NCCL_SUCCESS) return st;
+    if (made == NULL) {
         *new_id = -1;
         return HIDET_NCCL_SUCCESS;
     }
-    hidet_nccl_status_t st = hidet_nccl__registry_add(child, 1, new_id);
-    if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(child);
+    st = hidet_nccl__registry_add(made, 1, new_id);
+    if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(made);
     return st;
 }

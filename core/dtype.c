@@ -83,7 +83,7 @@ static int op_ok(hidet_nccl_op_t o) { return (int)o >= 0 && o < HIDET_NCCL_NUM_O
     } while (0)
 
 hidet_nccl_status_t hidet_nccl_dtype_name(hidet_nccl_dtype_t dtype, const char **name) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(name);
     CHECK_DTYPE(dtype);
     *name = k_dtypes[dtype].name;
@@ -91,7 +91,7 @@ hidet_nccl_status_t hidet_nccl_dtype_name(hidet_nccl_dtype_t dtype, const char *
 }
 
 hidet_nccl_status_t hidet_nccl_dtype_from_name(const char *name, hidet_nccl_dtype_t *dtype) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(name);
     HN_CHECK_NOT_NULL(dtype);
     for (int i = 0; i < HIDET_NCCL_NUM_DTYPES; i++) {
@@ -107,7 +107,7 @@ hidet_nccl_status_t hidet_nccl_dtype_from_name(const char *name, hidet_nccl_dtyp
 }
 
 hidet_nccl_status_t hidet_nccl_dtype_size(hidet_nccl_dtype_t dtype, size_t *bytes) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(bytes);
     CHECK_DTYPE(dtype);
     *bytes = k_dtypes[dtype].size;
@@ -115,7 +115,7 @@ hidet_nccl_status_t hidet_nccl_dtype_size(hidet_nccl_dtype_t dtype, size_t *byte
 }
 
 hidet_nccl_status_t hidet_nccl_op_name(hidet_nccl_op_t op, const char **name) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(name);
     CHECK_OP(op);
     *name = k_ops[op].name;
@@ -123,7 +123,7 @@ hidet_nccl_status_t hidet_nccl_op_name(hidet_nccl_op_t op, const char **name) {
 }
 
 hidet_nccl_status_t hidet_nccl_op_from_name(const char *name, hidet_nccl_op_t *op) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(name);
     HN_CHECK_NOT_NULL(op);
     for (int i = 0; i < HIDET_NCCL_NUM_OPS; i++) {
@@ -154,7 +154,7 @@ hidet_nccl_status_t hidet_nccl__reduction(hidet_nccl_dtype_t dtype, hidet_nccl_o
 
 hidet_nccl_status_t hidet_nccl_reduction(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
                                          hidet_nccl_reduction_t *out) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(out);
     return hidet_nccl__reduction(dtype, op, out);
 }

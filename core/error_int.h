@@ -4,7 +4,8 @@
 
 #include "hidet_nccl/hidet_nccl.h"
 
-/* Sets the calling thread's message to "<func>: <formatted>" and returns status. */
+/* Sets the calling thread's message to "hidet_nccl: <public function>: <formatted>" and
+ * returns status. func names the function only when no public call is under way. */
 hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *func,
                                      const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -12,8 +13,10 @@ hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *fun
 /* Appends "; <formatted>" to the calling thread's message (context from a caller). */
 void hidet_nccl__append_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Clears the calling thread's message (at the start of every public call). */
-void hidet_nccl__clear_error(void);
+/* At the start of every public call: clears the calling thread's message and names the
+ * public function that later messages are attributed to. */
+void hidet_nccl__enter(const char *public_func);
+#define HN_ENTER() hidet_nccl__enter(__func__)
 
 #define HN_FAIL(status, ...) hidet_nccl__fail((status), __func__, __VA_ARGS__)
 

@@ -292,13 +292,13 @@ hidet_nccl_status_t hidet_nccl__nccl_fail(const char *func, const char *call, nc
 }
 
 hidet_nccl_status_t hidet_nccl_load(void) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     const hn_nccl_t *n;
     return hidet_nccl__nccl(&n);
 }
 
 hidet_nccl_status_t hidet_nccl_library_path(const char **path) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(path);
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));
@@ -307,7 +307,7 @@ hidet_nccl_status_t hidet_nccl_library_path(const char **path) {
 }
 
 hidet_nccl_status_t hidet_nccl_nccl_version(int *version_code) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(version_code);
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));

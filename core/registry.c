@@ -12,6 +12,7 @@ typedef struct {
     ncclComm_t comm;
     int owned;
     int live;
+    int pending; /* reserved by a split inside a group; filled at group_end */
 } slot_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -28,6 +29,10 @@ static hidet_nccl_status_t check_id_locked(int id) {
                        g_count - 1);
     if (!g_slots[id].live)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM, "communicator id %d was destroyed", id);
+    if (g_slots[id].pending)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
+                       "communicator id %d is not ready: it comes from a split inside a group that has not ended "
+                       "(call hidet_nccl_group_end first)", id);
     return HIDET_NCCL_SUCCESS;
 }
 
@@ -49,11 +54,21 @@ hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int *id
                                  ? HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "the registry is full (%d ids)", g_count)
                                  : reserve_locked(g_count + 1);
     if (st == HIDET_NCCL_SUCCESS) {
-        g_slots[g_count] = (slot_t){comm, owned, 1};
+        g_slots[g_count] = (slot_t){comm, owned, 1, comm == NULL};
         *id = g_count++;
     }
     pthread_mutex_unlock(&g_lock);
     return st;
+}
+
+void hidet_nccl__registry_fill(int id, ncclComm_t comm) {
+    pthread_mutex_lock(&g_lock);
+    if (id >= 0 && id < g_count && g_slots[id].pending) {
+        g_slots[id].comm = comm;
+        g_slots[id].pending = 0;
+        g_slots[id].live = comm != NULL;
+    }
+    pthread_mutex_unlock(&g_lock);
 }
 
 hidet_nccl_status_t hidet_nccl__registry_get(int id, ncclComm_t *comm, int *owned) {
@@ -83,7 +98,7 @@ hidet_nccl_status_t hidet_nccl__registry_remove(int id, ncclComm_t *comm, int *o
 hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *n) {
     pthread_mutex_lock(&g_lock);
     int live = 0;
-    for (int i = 0; i < g_count; i++) live += g_slots[i].live;
+    for (int i = 0; i < g_count; i++) live += g_slots[i].live && !g_slots[i].pending;
     hn_registered_t *out = calloc((size_t)live + 1, sizeof *out);
     if (out == NULL) {
         pthread_mutex_unlock(&g_lock);
@@ -91,7 +106,7 @@ hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *
     }
     int k = 0;
     for (int i = 0; i < g_count; i++)
-        if (g_slots[i].live) out[k++] = (hn_registered_t){i, g_slots[i].owned, g_slots[i].comm};
+        if (g_slots[i].live && !g_slots[i].pending) out[k++] = (hn_registered_t){i, g_slots[i].owned, g_slots[i].comm};
     free(g_slots);
     g_slots = NULL;
     g_count = g_capacity = 0;
@@ -102,7 +117,7 @@ hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *
 }
 
 hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     if (num_comms < 0)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "num_comms %d is negative", num_comms);
     if (num_comms > 0 && comms == NULL)
@@ -127,7 +142,7 @@ hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
         st = reserve_locked(num_comms);
     }
     if (st == HIDET_NCCL_SUCCESS) {
-        for (int i = 0; i < num_comms; i++) g_slots[i] = (slot_t){comms[i], 0, 1};
+        for (int i = 0; i < num_comms; i++) g_slots[i] = (slot_t){comms[i], 0, 1, 0};
         g_count = num_comms;
     }
     pthread_mutex_unlock(&g_lock);
@@ -135,13 +150,13 @@ hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
 }
 
 hidet_nccl_status_t hidet_nccl_get_comm(int idx, ncclComm_t *out) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(out);
     return hidet_nccl__registry_get(idx, out, NULL);
 }
 
 hidet_nccl_status_t hidet_nccl_comm_count(int *count) {
-    hidet_nccl__clear_error();
+    HN_ENTER();
     HN_CHECK_NOT_NULL(count);
     pthread_mutex_lock(&g_lock);
     *count = g_count;

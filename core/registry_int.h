@@ -7,8 +7,11 @@
 
 #include "hidet_nccl/hidet_nccl.h"
 
-/* Adds a live communicator; *id is its new id. */
+/* Adds a live communicator; *id is its new id. A NULL comm reserves a pending id, which
+ * every use refuses as not ready until hidet_nccl__registry_fill. */
 hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int *id);
+/* Gives a pending id its communicator; NULL (a failed split) marks it dead. */
+void hidet_nccl__registry_fill(int id, ncclComm_t comm);
 /* The communicator of a live id (owned may be NULL); a clear error for any other id. */
 hidet_nccl_status_t hidet_nccl__registry_get(int id, ncclComm_t *comm, int *owned);
 /* Marks a live id dead and returns what it held. */

@@ -8,6 +8,7 @@
 #define MESSAGE_BYTES 4096
 
 static _Thread_local char g_message[MESSAGE_BYTES];
+static _Thread_local const char *g_public_func;
 
 static const char *const k_status_names[HIDET_NCCL_NUM_STATUS] = {
     [HIDET_NCCL_SUCCESS] = "success",
@@ -30,7 +31,10 @@ const char *hidet_nccl_status_string(hidet_nccl_status_t status) {
 
 const char *hidet_nccl_last_error(void) { return g_message; }
 
-void hidet_nccl__clear_error(void) { g_message[0] = '\0'; }
+void hidet_nccl__enter(const char *public_func) {
+    g_message[0] = '\0';
+    g_public_func = public_func;
+}
 
 hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *func,
                                      const char *fmt, ...) {
@@ -39,7 +43,7 @@ hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *fun
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    snprintf(g_message, sizeof g_message, "hidet_nccl: %s: %s", func, detail);
+    snprintf(g_message, sizeof g_message, "hidet_nccl: %s: %s", g_public_func ? g_public_func : func, detail);
     return status;
 }
 

@@ -21,5 +21,8 @@ hidet_nccl_status_t hidet_nccl__await(const hn_nccl_t *nccl, ncclComm_t *comms, 
 int hidet_nccl__group_depth(void);
 /* Remembers a communicator used inside the current group, to await it at group_end. */
 hidet_nccl_status_t hidet_nccl__group_track(ncclComm_t comm);
+/* Remembers a split inside the current group: at group_end, *child (malloc'ed, freed
+ * there) is awaited and registered under the pending id. */
+hidet_nccl_status_t hidet_nccl__group_add_split(int id, ncclComm_t *child);
 
 #endif
