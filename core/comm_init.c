@@ -39,16 +39,8 @@ static hidet_nccl_status_t start_init(const hn_nccl_t *n, ncclComm_t *comm, int 
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id, int rank, int *comm_id) {
-    HN_ENTER();
-    HN_CHECK_NOT_NULL(id);
-    HN_CHECK_NOT_NULL(comm_id);
-    if (nranks < 1) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "nranks %d is less than 1", nranks);
-    if (rank < 0 || rank >= nranks)
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "rank %d is not in 0 .. %d (nranks %d)", rank, nranks - 1,
-                       nranks);
-    double timeout;
-    HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
+hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *id, int rank, double timeout,
+                                          int *comm_id) {
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));
     int device;
@@ -58,8 +50,9 @@ hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id
     if (hidet_nccl__group_depth() > 0) {
         HN_CHECK(hidet_nccl__group_track(comm));
     } else {
-        char what[128];
-        snprintf(what, sizeof what, "ncclCommInitRank of rank %d of %d on device %d", rank, nranks, device);
+        char what[160];
+        snprintf(what, sizeof what, "ncclCommInitRank of rank %d of %d on device %d (all %d ranks must join)", rank,
+                 nranks, device, nranks);
         HN_CHECK(hidet_nccl__await(n, &comm, 1, timeout, 1, what));
     }
     hidet_nccl_status_t st = hidet_nccl__registry_add(comm, 1, comm_id);
@@ -70,6 +63,19 @@ hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id
     hidet_nccl__log_set_rank(rank);
     HN_INFO("communicator id %d: rank %d of %d on device %d", *comm_id, rank, nranks, device);
     return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id, int rank, int *comm_id) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(id);
+    HN_CHECK_NOT_NULL(comm_id);
+    if (nranks < 1) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "nranks %d is less than 1", nranks);
+    if (rank < 0 || rank >= nranks)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "rank %d is not in 0 .. %d (nranks %d)", rank, nranks - 1,
+                       nranks);
+    double timeout;
+    HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
+    return hidet_nccl__init_rank(nranks, id, rank, timeout, comm_id);
 }
 
 hidet_nccl_status_t hidet_nccl_comm_init_all(int ndev, const int *devices, int *comm_ids) {

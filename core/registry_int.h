@@ -24,4 +24,9 @@ typedef struct {
 } hn_registered_t;
 hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *n);
 
+/* One rank's owned communicator on the current device, awaited up to timeout seconds
+ * (core/comm_init.c). */
+hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *id, int rank, double timeout,
+                                          int *comm_id);
+
 #endif

@@ -1,0 +1,105 @@
+/* hidet_nccl_comm_init: a communicator from a bootstrap (GPU choice, id broadcast, init). */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/bootstrap_int.h"
+#include "core/cuda_int.h"
+#include "core/device_select_int.h"
+#include "core/error_int.h"
+#include "core/log_int.h"
+#include "core/nccl_loader_int.h"
+#include "core/registry_int.h"
+#include "core/wait_int.h"
+
+/* What rank 0 broadcasts: the id, or why there is none. */
+typedef struct {
+    int32_t status; /* hidet_nccl_status_t of rank 0's ncclGetUniqueId */
+    char reason[380];
+    ncclUniqueId id;
+} root_message_t;
+
+/* What each rank tells the others, when the bootstrap has an allgather. */
+typedef struct {
+    char host[64];
+    char bus_id[32];
+} placement_t;
+
+static hidet_nccl_status_t check_placement(hidet_nccl_bootstrap_h bs, int rank, int size, int device,
+                                           double timeout) {
+    placement_t mine;
+    memset(&mine, 0, sizeof mine);
+    gethostname(mine.host, sizeof mine.host - 1);
+    cudaError_t e = cudaDeviceGetPCIBusId(mine.bus_id, sizeof mine.bus_id, device);
+    if (e != cudaSuccess) return hidet_nccl__cuda_fail(__func__, "cudaDeviceGetPCIBusId", e);
+    placement_t *all = calloc((size_t)size, sizeof *all);
+    if (all == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d placements", size);
+    hidet_nccl_status_t st = hidet_nccl__bootstrap_allgather(bs, &mine, all, sizeof mine, timeout);
+    for (int a = 0; st == HIDET_NCCL_SUCCESS && a < size; a++) {
+        all[a].host[sizeof all[a].host - 1] = all[a].bus_id[sizeof all[a].bus_id - 1] = '\0';
+        for (int b = a + 1; b < size; b++) {
+            if (strcmp(all[a].host, all[b].host) == 0 && strcmp(all[a].bus_id, all[b].bus_id) == 0) {
+                st = HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
+                             "ranks %d and %d would both use GPU %s on host %s (this is rank %d); two ranks of one "
+                             "communicator on one GPU hang NCCL. Give each rank its own GPU (more GPUs, fewer "
+                             "ranks, or CUDA_VISIBLE_DEVICES)",
+                             a, b, all[a].bus_id, all[a].host, rank);
+                break;
+            }
+        }
+    }
+    free(all);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_nccl_init_options_t *options,
+                                         int *comm_id) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(bs);
+    HN_CHECK_NOT_NULL(comm_id);
+    hidet_nccl_init_options_t opt = HIDET_NCCL_INIT_OPTIONS_INIT;
+    if (options != NULL) {
+        if (options->size < sizeof opt)
+            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                           "options->size is %zu, expected %zu: initialize options with HIDET_NCCL_INIT_OPTIONS_INIT",
+                           options->size, sizeof opt);
+        opt = *options;
+    }
+    double timeout = opt.timeout_s;
+    if (!(timeout >= 0))
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "options->timeout_s %g is negative", opt.timeout_s);
+    if (timeout == 0) HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
+    double start = hidet_nccl__now();
+    int rank, size, local_rank = -1, local_size = -1;
+    HN_CHECK(hidet_nccl__bootstrap_rank(bs, &rank, &size));
+    HN_CHECK(hidet_nccl__bootstrap_local_rank(bs, &local_rank, &local_size));
+    hidet_nccl__log_set_rank(rank);
+    const hn_nccl_t *n;
+    HN_CHECK(hidet_nccl__nccl(&n));
+    int device;
+    HN_CHECK(hidet_nccl__select_device(opt.device, local_rank, &device));
+    if (bs->ops.allgather != NULL) HN_CHECK(check_placement(bs, rank, size, device, timeout));
+
+    root_message_t m;
+    memset(&m, 0, sizeof m);
+    if (rank == 0) {
+        ncclResult_t r = n->GetUniqueId(&m.id); /* a fresh id for every communicator */
+        if (r != ncclSuccess) {
+            m.status = HIDET_NCCL_ERROR_NCCL;
+            snprintf(m.reason, sizeof m.reason, "ncclGetUniqueId failed: %s", n->GetErrorString(r));
+        }
+    }
+    HN_CHECK(hidet_nccl__bootstrap_broadcast(bs, &m, sizeof m, 0, timeout));
+    if (m.status != HIDET_NCCL_SUCCESS) {
+        m.reason[sizeof m.reason - 1] = '\0';
+        return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "rank 0 could not make the NCCL id: %s", m.reason);
+    }
+    double remaining = timeout - (hidet_nccl__now() - start);
+    if (remaining < 1) remaining = 1;
+    HN_CHECK(hidet_nccl__init_rank(size, &m.id, rank, remaining, comm_id));
+    HN_INFO("comm_init through bootstrap '%s': rank %d of %d on GPU %d ready in %.3f s (id %d)", bs->ops.name, rank,
+            size, device, hidet_nccl__now() - start, *comm_id);
+    return HIDET_NCCL_SUCCESS;
+}

@@ -1,0 +1,149 @@
+/*
+ * Bootstraps: how the ranks of a job find each other, and communicators made from one.
+ *
+ * A bootstrap is a plug-in: a versioned, const struct of function pointers (in the spirit
+ * of NCCL's net and tuner plug-ins). The library needs from it the rank, the size, the
+ * local rank, and a broadcast of bytes from a root; an allgather is optional. Two come with
+ * the library: the shared-file backend (here, in libhidet_nccl.a) and MPI
+ * (hidet_nccl/bootstrap_mpi.h, in libhidet_nccl_mpi.a). Your own can be passed directly
+ * (hidet_nccl_bootstrap_create) or named as a shared object (hidet_nccl_bootstrap_load,
+ * or HIDET_NCCL_BOOTSTRAP=/path/libmine.so).
+ */
+#ifndef HIDET_NCCL_BOOTSTRAP_H_
+#define HIDET_NCCL_BOOTSTRAP_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hidet_nccl/hidet_nccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HIDET_NCCL_BOOTSTRAP_API_VERSION 1
+
+/* The symbol a plug-in shared object exports: const hidet_nccl_bootstrap_v1_t. */
+#define HIDET_NCCL_BOOTSTRAP_SYMBOL_V1 "hidet_nccl_bootstrap_v1"
+
+/*
+ * Version 1 of the plug-in interface. Every member is required unless it says optional.
+ * Every function returns a hidet_nccl_status_t; on failure it may describe the problem in
+ * the message buffer it is given (msg, msg_bytes; NUL-terminated, may be left empty).
+ * The library owns nothing the plug-in allocates: `state` is released by finalize.
+ */
+typedef struct {
+    /* Short name used in messages ("file", "mpi"). Non-empty. */
+    const char *name;
+    /* The HIDET_NCCL_BOOTSTRAP_API_VERSION the plug-in was built against. */
+    int api_version;
+    /* Creates the backend's state. params: backend-specific, may be NULL (then the
+     * backend reads its environment). *state is passed to every other member. */
+    hidet_nccl_status_t (*init)(const void *params, void **state, char *msg, size_t msg_bytes);
+    /* This process's rank in 0 .. *size-1, and the number of ranks. */
+    hidet_nccl_status_t (*rank_size)(void *state, int *rank, int *size, char *msg, size_t msg_bytes);
+    /* Rank among the ranks on this host and their number; -1 and -1 if the backend cannot
+     * tell (the library then uses the environment, or the allgather). */
+    hidet_nccl_status_t (*local_rank)(void *state, int *local_rank, int *local_size, char *msg, size_t msg_bytes);
+    /* Collective: on return, buf[0 .. bytes) on every rank holds root's bytes. Every rank
+     * calls it with the same bytes, root and tag; tag is a sequence number that never
+     * repeats within one bootstrap (use it to keep rounds apart). Gives up with
+     * HIDET_NCCL_ERROR_TIMEOUT after timeout_s seconds. bytes is at most 65536. */
+    hidet_nccl_status_t (*broadcast)(void *state, void *buf, size_t bytes, int root, uint64_t tag,
+                                     double timeout_s, char *msg, size_t msg_bytes);
+    /* Optional (NULL if absent). Collective: recv[r * bytes .. (r+1) * bytes) = send of
+     * rank r, for every rank r. Used to find ranks that share a GPU. */
+    hidet_nccl_status_t (*allgather)(void *state, const void *send, void *recv, size_t bytes, uint64_t tag,
+                                     double timeout_s, char *msg, size_t msg_bytes);
+    /* Releases state (and whatever the backend holds, e.g. a duplicated MPI communicator). */
+    hidet_nccl_status_t (*finalize)(void *state, char *msg, size_t msg_bytes);
+} hidet_nccl_bootstrap_v1_t;
+
+/* A bootstrap ready to use: a plug-in and its state. */
+typedef struct hidet_nccl_bootstrap *hidet_nccl_bootstrap_h;
+
+/* Checks ops (name, version, required members) and calls ops->init(params). ops must
+ * outlive the handle. */
+hidet_nccl_status_t hidet_nccl_bootstrap_create(const hidet_nccl_bootstrap_v1_t *ops, const void *params,
+                                                hidet_nccl_bootstrap_h *out);
+/* dlopens path, takes its HIDET_NCCL_BOOTSTRAP_SYMBOL_V1, then as bootstrap_create. */
+hidet_nccl_status_t hidet_nccl_bootstrap_load(const char *path, const void *params, hidet_nccl_bootstrap_h *out);
+/* From the environment: HIDET_NCCL_BOOTSTRAP=file, or a plug-in path; unset: the file
+ * backend when a rendezvous directory is set (by hidet-nccl-run, or by the user under Slurm). */
+hidet_nccl_status_t hidet_nccl_bootstrap_from_env(hidet_nccl_bootstrap_h *out);
+/* Finalizes the backend and frees the handle. NULL is a no-op. */
+hidet_nccl_status_t hidet_nccl_bootstrap_destroy(hidet_nccl_bootstrap_h bs);
+
+hidet_nccl_status_t hidet_nccl_bootstrap_name(hidet_nccl_bootstrap_h bs, const char **name);
+hidet_nccl_status_t hidet_nccl_bootstrap_rank(hidet_nccl_bootstrap_h bs, int *rank, int *size);
+hidet_nccl_status_t hidet_nccl_bootstrap_local_rank(hidet_nccl_bootstrap_h bs, int *local_rank, int *local_size);
+/* The backend's broadcast with the next sequence number and $HIDET_NCCL_TIMEOUT (or
+ * timeout_s if > 0). */
+hidet_nccl_status_t hidet_nccl_bootstrap_broadcast(hidet_nccl_bootstrap_h bs, void *buf, size_t bytes, int root,
+                                                   double timeout_s);
+
+/* ---------------------------------------------------------------- the shared-file backend */
+
+/*
+ * Rank 0 publishes the bytes in a file in a directory every rank sees (a local directory
+ * or a shared file system such as NFS or Lustre); the others wait for it. Protocol:
+ * docs/bootstrap_file.md. Fields left NULL or -1 come from the environment:
+ *   dir:         $HIDET_NCCL_RENDEZVOUS_DIR
+ *   job_key:     $HIDET_NCCL_JOB_KEY, else "slurm-$SLURM_JOB_ID.$SLURM_STEP_ID"
+ *   rank, nranks: $HIDET_NCCL_RANK/$HIDET_NCCL_WORLD_SIZE, $RANK/$WORLD_SIZE,
+ *                $SLURM_PROCID/$SLURM_NTASKS
+ *   local_rank, local_size: $HIDET_NCCL_LOCAL_RANK/$HIDET_NCCL_LOCAL_WORLD_SIZE,
+ *                $LOCAL_RANK/$LOCAL_WORLD_SIZE, $SLURM_LOCALID/$SLURM_NTASKS_PER_NODE
+ */
+typedef struct {
+    size_t size; /* sizeof(hidet_nccl_file_bootstrap_params_t), for growth */
+    const char *dir;
+    const char *job_key; /* 1 to 64 of [A-Za-z0-9._-]; unique per job */
+    int rank;
+    int nranks;
+    int local_rank;
+    int local_size;
+} hidet_nccl_file_bootstrap_params_t;
+
+#define HIDET_NCCL_FILE_BOOTSTRAP_PARAMS_INIT \
+    { sizeof(hidet_nccl_file_bootstrap_params_t), NULL, NULL, -1, -1, -1, -1 }
+
+/* The file backend as a plug-in struct (name "file"). */
+extern const hidet_nccl_bootstrap_v1_t hidet_nccl_bootstrap_file_v1;
+
+/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_file_v1, params, out). */
+hidet_nccl_status_t hidet_nccl_bootstrap_file(const hidet_nccl_file_bootstrap_params_t *params,
+                                              hidet_nccl_bootstrap_h *out);
+
+/* ---------------------------------------------------------------- communicators from a bootstrap */
+
+#define HIDET_NCCL_DEVICE_AUTO (-1)    /* pick: see hidet_nccl_comm_init */
+#define HIDET_NCCL_DEVICE_CURRENT (-2) /* the calling thread's current CUDA device */
+
+typedef struct {
+    size_t size;      /* sizeof(hidet_nccl_init_options_t), for growth */
+    int device;       /* a GPU index, HIDET_NCCL_DEVICE_AUTO or HIDET_NCCL_DEVICE_CURRENT */
+    double timeout_s; /* every wait of the init; 0: $HIDET_NCCL_TIMEOUT, else 300 */
+} hidet_nccl_init_options_t;
+
+#define HIDET_NCCL_INIT_OPTIONS_INIT { sizeof(hidet_nccl_init_options_t), HIDET_NCCL_DEVICE_AUTO, 0.0 }
+
+/*
+ * Collective over the bootstrap's ranks: a new owned communicator with a fresh id.
+ * 1. Picks the GPU before any other CUDA call: options->device if >= 0; else the local rank
+ *    from $HIDET_NCCL_LOCAL_RANK, $OMPI_COMM_WORLD_LOCAL_RANK, $MV2_COMM_WORLD_LOCAL_RANK,
+ *    $MPI_LOCALRANKID, $SLURM_LOCALID, $PMI_LOCAL_RANK, then the bootstrap's; modulo the
+ *    visible devices. With an allgather, two ranks on one GPU of one host are an error.
+ * 2. Rank 0 calls ncclGetUniqueId; the bootstrap broadcasts it (and rank 0's failure, if any).
+ * 3. The communicator is created non-blocking and awaited until the deadline; then it is
+ *    aborted and HIDET_NCCL_ERROR_TIMEOUT names what was awaited.
+ * options may be NULL (defaults).
+ */
+hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_nccl_init_options_t *options,
+                                         int *comm_id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HIDET_NCCL_BOOTSTRAP_H_ */
