@@ -268,7 +268,11 @@ static hidet_nccl_status_t root_broadcast(file_state_t *s, const void *buf, size
                          id_path, len ? why : "too large");
                 goto out;
             }
-            if (!published) HN_TRACE("published %s", id_path);
+            if (!published) {
+                struct timespec now;
+                clock_gettime(CLOCK_REALTIME, &now);
+                HN_TRACE("published %s at %lld.%09ld (CLOCK_REALTIME)", id_path, (long long)now.tv_sec, now.tv_nsec);
+            }
             published = 1;
             changed = 0;
         }
@@ -319,7 +323,7 @@ static hidet_nccl_status_t reader_broadcast(file_state_t *s, void *buf, size_t b
         return say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d could not announce itself: %s", s->rank, why);
     double start = hidet_nccl__now(), delay = 0.0002;
     char seen[768] = "no file yet";
-    size_t max = HN_BF_HEADER + 8 + bytes + (size_t)HN_BF_NONCE * s->nranks;
+    size_t max = HN_BF_MAX_FILE; /* the parser then says exactly what is wrong */
     for (;;) {
         uint8_t *data = NULL;
         size_t got_len = 0;
