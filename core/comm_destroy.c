@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "core/error_int.h"
+#include "core/finalize_hooks_int.h"
 #include "core/log_int.h"
 #include "core/registry_int.h"
 #include "core/wait_int.h"
@@ -63,6 +64,7 @@ hidet_nccl_status_t hidet_nccl_finalize(void) {
     }
     HN_INFO("finalize: %d owned communicators destroyed, %d borrowed dropped", released, count - released);
     free(slots);
+    hidet_nccl__run_finalize_hooks();
     if (first != HIDET_NCCL_SUCCESS)
         return HN_FAIL(first, "everything was released, but the first failure was: %s", first_message);
     return HIDET_NCCL_SUCCESS;

@@ -153,7 +153,8 @@ def _local_mpi_impl(rctx):
         r = rctx.execute([mpicc, "--showme:incdirs"])
         r2 = rctx.execute([mpicc, "--showme:libdirs"])
         if r.return_code == 0 and r2.return_code == 0:
-            inc_dirs, lib_dirs = r.stdout.split(), r2.stdout.split()
+            inc_dirs = [d for d in r.stdout.strip().split(" ") if d]
+            lib_dirs = [d for d in r2.stdout.strip().split(" ") if d]
     debian = "/usr/lib/x86_64-linux-gnu/openmpi"
     if not inc_dirs:
         searched.append(debian + "/include/mpi.h")

@@ -1,0 +1,42 @@
+/*
+ * The MPI bootstrap (libhidet_nccl_mpi.a; the only part of hidet-nccl that includes mpi.h).
+ * Link: -lhidet_nccl_mpi -lhidet_nccl -lcudart -ldl -lpthread -lz, plus MPI (mpicc does).
+ *
+ * MPI etiquette: the caller's communicator is duplicated (MPI_Comm_dup), never used
+ * directly. MPI is initialized (MPI_Init_thread, MPI_THREAD_SERIALIZED) only if the
+ * application has not done it; an MPI the library initialized is finalized by
+ * hidet_nccl_finalize() once no MPI bootstrap is left, and an MPI the application
+ * initialized is never finalized by the library. The broadcast sends sizeof(ncclUniqueId)
+ * bytes as MPI_BYTE (MPI_Ibcast, polled against the deadline, so it cannot hang forever).
+ */
+#ifndef HIDET_NCCL_BOOTSTRAP_MPI_H_
+#define HIDET_NCCL_BOOTSTRAP_MPI_H_
+
+#include <mpi.h>
+
+#include "hidet_nccl/bootstrap.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The MPI backend as a plug-in struct (name "mpi"); params: a pointer to an MPI_Comm. */
+extern const hidet_nccl_bootstrap_v1_t hidet_nccl_bootstrap_mpi_v1;
+
+/* A bootstrap over comm's ranks (MPI_COMM_WORLD, or any intracommunicator such as a split
+ * of it). Rank and size are comm's; the local rank comes from
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED). MPI_COMM_NULL is refused. */
+hidet_nccl_status_t hidet_nccl_bootstrap_mpi(MPI_Comm comm, hidet_nccl_bootstrap_h *out);
+
+/* A communicator over comm's ranks in one call (bootstrap, hidet_nccl_comm_init, bootstrap
+ * released). options may be NULL. */
+hidet_nccl_status_t hidet_nccl_mpi_comm_init(MPI_Comm comm, const hidet_nccl_init_options_t *options, int *comm_id);
+
+/* The common case, after MPI_Init (or instead of it): a communicator over MPI_COMM_WORLD. */
+hidet_nccl_status_t hidet_nccl_mpi_init(int *comm_id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HIDET_NCCL_BOOTSTRAP_MPI_H_ */
