@@ -80,6 +80,10 @@ int hn_bf_parse(const uint8_t *buf, size_t len, hn_bf_msg_t *msg, char *why, siz
     msg->seq = get64(buf + 24);
     memcpy(msg->key, buf + 32, HN_BF_KEY_BYTES);
     msg->key[HN_BF_KEY_BYTES] = '\0';
+    size_t key_len = strlen(msg->key);
+    if (key_len == 0) return WHY("an empty job key");
+    for (size_t i = key_len; i < HN_BF_KEY_BYTES; i++)
+        if (buf[32 + i] != 0) return WHY("a job key field that is not NUL-padded");
     if (msg->world_size == 0 || msg->world_size > HN_BF_MAX_WORLD)
         return WHY("world size %u is not in 1 .. %d", msg->world_size, HN_BF_MAX_WORLD);
     if (msg->rank >= msg->world_size) return WHY("rank %u is not below world size %u", msg->rank, msg->world_size);
