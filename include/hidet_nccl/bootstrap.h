@@ -142,6 +142,11 @@ typedef struct {
 hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_nccl_init_options_t *options,
                                          int *comm_id);
 
+/* The zero-argument start: hidet_nccl_bootstrap_from_env, hidet_nccl_comm_init with the
+ * defaults, bootstrap released. The same binary works under hidet-nccl-run and under Slurm
+ * (with HIDET_NCCL_RENDEZVOUS_DIR on a shared file system). MPI programs: hidet_nccl_mpi_init. */
+hidet_nccl_status_t hidet_nccl_init(int *comm_id);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,415 @@
+/* hidet-nccl-run: start N local ranks of a program, as mpirun does for one node, with the
+ * environment the shared-file bootstrap reads, and supervise them. See usage(). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hidet_nccl/hidet_nccl.h"
+
+#define MAX_RANKS 4096
+
+typedef struct {
+    pid_t pid;
+    int out_fd, err_fd; /* pipes from the rank, or -1 */
+    int log_fd;         /* --output-dir file, or -1 */
+    char out_partial[4096], err_partial[4096];
+    size_t out_len, err_len;
+    int done;
+    int status;
+} rank_t;
+
+static struct {
+    int n;
+    int tag_output;
+    const char *output_dir;
+    const char *timeout;
+    const char *rendezvous_parent;
+    double grace_s;
+    char rendezvous[PATH_MAX];
+    char key[64];
+    rank_t *ranks;
+} g;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: hidet-nccl-run [options] [-n N] PROGRAM [ARGS...]\n"
+            "Starts N ranks of PROGRAM on this machine for the hidet-nccl shared-file bootstrap\n"
+            "(hidet_nccl_init), like mpirun for one node. Options end at PROGRAM or at '--'.\n"
+            "\n"
+            "  -n, --np N             number of ranks (default: the visible GPUs, from\n"
+            "                         CUDA_VISIBLE_DEVICES or /dev/nvidia*)\n"
+            "      --tag-output       prefix every output line with [rank]\n"
+            "      --output-dir DIR   write each rank's output to DIR/rank.<rank>.log\n"
+            "      --timeout S        bootstrap and init deadline in seconds (HIDET_NCCL_TIMEOUT)\n"
+            "      --rendezvous-dir D make the job's private rendezvous directory inside D\n"
+            "                         (default $TMPDIR or /tmp); it is removed on every exit\n"
+            "      --grace S          seconds between SIGTERM and SIGKILL when stopping ranks (5)\n"
+            "  -h, --help             this text\n"
+            "  -V, --version          the version\n"
+            "\n"
+            "Each rank gets HIDET_NCCL_RANK, HIDET_NCCL_LOCAL_RANK, HIDET_NCCL_WORLD_SIZE,\n"
+            "HIDET_NCCL_LOCAL_WORLD_SIZE (and RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE),\n"
+            "HIDET_NCCL_JOB_KEY and HIDET_NCCL_RENDEZVOUS_DIR. When a rank fails, the others get\n"
+            "SIGTERM, then SIGKILL after the grace period, and hidet-nccl-run exits with that rank's\n"
+            "code (128+signal if it was killed). SIGINT and SIGTERM are forwarded to every rank.\n");
+}
+
+static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void die(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "hidet-nccl-run: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(code);
+}
+
+static int visible_gpus(void) {
+    const char *v = getenv("CUDA_VISIBLE_DEVICES");
+    if (v != NULL) {
+        int n = 0, in_item = 0;
+        for (const char *p = v; *p; p++) {
+            if (*p == ',') in_item = 0;
+            else if (*p != ' ' && !in_item) { in_item = 1; n++; }
+        }
+        return n;
+    }
+    DIR *d = opendir("/dev");
+    if (d == NULL) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        const char *s = e->d_name;
+        if (strncmp(s, "nvidia", 6) == 0 && s[6] >= '0' && s[6] <= '9' && strspn(s + 6, "0123456789") == strlen(s + 6))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static int parse_int(const char *s, int lo, int hi, const char *what) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) die(2, "%s '%s' is not an integer in %d .. %d", what, s, lo, hi);
+    return (int)v;
+}
+
+static double parse_seconds(const char *s, const char *what) {
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || !(v > 0) || v > 1e7) die(2, "%s '%s' is not a positive number of seconds", what, s);
+    return v;
+}
+
+/* Removes the rendezvous directory and what is in it (files only: the bootstrap makes no
+ * subdirectories). */
+static void remove_rendezvous(void) {
+    if (g.rendezvous[0] == '\0') return;
+    DIR *d = opendir(g.rendezvous);
+    if (d != NULL) {
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            unlinkat(dirfd(d), e->d_name, 0);
+        }
+        closedir(d);
+    }
+    rmdir(g.rendezvous);
+    g.rendezvous[0] = '\0';
+}
+
+static void set_env_int(const char *name, int v) {
+    char buf[16];
+    snprintf(buf, sizeof buf, "%d", v);
+    setenv(name, buf, 1);
+}
+
+/* In the child: environment, output, death with the launcher, then exec. */
+static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, pid_t launcher, char **argv) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != launcher) _exit(126); /* the launcher died before prctl */
+    setpgid(0, 0);                         /* its own group: stopping it stops its children too */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    set_env_int("HIDET_NCCL_RANK", rank);
+    set_env_int("HIDET_NCCL_LOCAL_RANK", rank);
+    set_env_int("HIDET_NCCL_WORLD_SIZE", g.n);
+    set_env_int("HIDET_NCCL_LOCAL_WORLD_SIZE", g.n);
+    set_env_int("RANK", rank);
+    set_env_int("LOCAL_RANK", rank);
+    set_env_int("WORLD_SIZE", g.n);
+    set_env_int("LOCAL_WORLD_SIZE", g.n);
+    setenv("HIDET_NCCL_JOB_KEY", g.key, 1);
+    setenv("HIDET_NCCL_RENDEZVOUS_DIR", g.rendezvous, 1);
+    if (g.timeout) setenv("HIDET_NCCL_TIMEOUT", g.timeout, 1);
+    if (rank != 0) {
+        int null = open("/dev/null", O_RDONLY);
+        if (null >= 0) dup2(null, STDIN_FILENO);
+    }
+    if (out_pipe[1] >= 0) {
+        dup2(out_pipe[1], STDOUT_FILENO);
+        dup2(err_pipe[1], STDERR_FILENO);
+    } else if (log_fd >= 0) {
+        dup2(log_fd, STDOUT_FILENO);
+        dup2(log_fd, STDERR_FILENO);
+    }
+    execvp(argv[0], argv);
+    fprintf(stderr, "hidet-nccl-run: rank %d: cannot run %s: %s\n", rank, argv[0], strerror(errno));
+    _exit(127);
+}
+
+static void flush_line(const rank_t *r, int rank, int fd_out, const char *partial, size_t len) {
+    char line[4200];
+    char prefix[24] = "";
+    if (g.tag_output) snprintf(prefix, sizeof prefix, "[%d] ", rank);
+    int m = snprintf(line, sizeof line, "%s%.*s%s", prefix, (int)len, partial, partial[len - 1] == '\n' ? "" : "\n");
+    if (m > 0 && write(r->log_fd >= 0 ? r->log_fd : fd_out, line, (size_t)m) < 0) { /* nowhere to report it */ }
+}
+
+/* Passes data on line by line (prefixed with [rank] when tagging); eof flushes the rest. */
+static void emit(rank_t *r, int rank, int fd_out, char *partial, size_t *len, const char *data, size_t n, int eof) {
+    for (size_t i = 0; i < n; i++) {
+        partial[(*len)++] = data[i];
+        if (data[i] == '\n' || *len == 4095) {
+            flush_line(r, rank, fd_out, partial, *len);
+            *len = 0;
+        }
+    }
+    if (eof && *len) {
+        flush_line(r, rank, fd_out, partial, *len);
+        *len = 0;
+    }
+}
+
+static void signal_all(int sig) {
+    for (int i = 0; i < g.n; i++)
+        if (g.ranks[i].pid > 0 && !g.ranks[i].done) kill(-g.ranks[i].pid, sig);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    g.grace_s = 5;
+    g.n = -1;
+    static const struct option opts[] = {
+        {"np", required_argument, NULL, 'n'},         {"tag-output", no_argument, NULL, 't'},
+        {"output-dir", required_argument, NULL, 'o'}, {"timeout", required_argument, NULL, 'T'},
+        {"rendezvous-dir", required_argument, NULL, 'r'}, {"grace", required_argument, NULL, 'g'},
+        {"help", no_argument, NULL, 'h'},             {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "+n:hV", opts, NULL)) != -1) {
+        switch (c) {
+            case 'n': g.n = parse_int(optarg, 1, MAX_RANKS, "-n"); break;
+            case 't': g.tag_output = 1; break;
+            case 'o': g.output_dir = optarg; break;
+            case 'T': parse_seconds(optarg, "--timeout"); g.timeout = optarg; break;
+            case 'r': g.rendezvous_parent = optarg; break;
+            case 'g': g.grace_s = parse_seconds(optarg, "--grace"); break;
+            case 'h': usage(stdout); return 0;
+            case 'V':
+                printf("hidet-nccl-run %d.%d.%d\n", HIDET_NCCL_VERSION_MAJOR, HIDET_NCCL_VERSION_MINOR,
+                       HIDET_NCCL_VERSION_PATCH);
+                return 0;
+            default: usage(stderr); return 2;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "hidet-nccl-run: no program to run\n");
+        usage(stderr);
+        return 2;
+    }
+    char **child_argv = argv + optind;
+    if (g.n < 0) {
+        g.n = visible_gpus();
+        if (g.n == 0) die(2, "no GPU is visible (CUDA_VISIBLE_DEVICES, /dev/nvidia*): give the number of ranks with -n");
+    }
+    if (g.output_dir && mkdir(g.output_dir, 0755) != 0 && errno != EEXIST)
+        die(2, "--output-dir %s: %s", g.output_dir, strerror(errno));
+
+    unsigned char rnd[8];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) die(1, "getrandom: %s", strerror(errno));
+    snprintf(g.key, sizeof g.key, "run-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+             rnd[5], rnd[6], rnd[7]);
+    const char *parent = g.rendezvous_parent ? g.rendezvous_parent : getenv("TMPDIR");
+    if (parent == NULL || *parent == '\0') parent = "/tmp";
+    snprintf(g.rendezvous, sizeof g.rendezvous, "%s/hidet-nccl-%s-XXXXXX", parent, g.key);
+    if (mkdtemp(g.rendezvous) == NULL) {
+        g.rendezvous[0] = '\0';
+        die(1, "cannot make a rendezvous directory in %s: %s", parent, strerror(errno));
+    }
+    atexit(remove_rendezvous);
+
+    /* Signals arrive through a signalfd, so the loop below sees them in order. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) die(1, "signalfd: %s", strerror(errno));
+
+    g.ranks = calloc((size_t)g.n, sizeof *g.ranks);
+    if (g.ranks == NULL) die(1, "out of memory");
+    int use_pipes = g.tag_output;
+    pid_t self = getpid();
+    for (int i = 0; i < g.n; i++) {
+        rank_t *r = &g.ranks[i];
+        r->out_fd = r->err_fd = r->log_fd = -1;
+        int op[2] = {-1, -1}, ep[2] = {-1, -1};
+        if (g.output_dir) {
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s/rank.%d.log", g.output_dir, i);
+            r->log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (r->log_fd < 0) {
+                signal_all(SIGKILL);
+                die(1, "cannot open %s: %s", path, strerror(errno));
+            }
+        }
+        if (use_pipes && (pipe2(op, O_CLOEXEC) != 0 || pipe2(ep, O_CLOEXEC) != 0)) {
+            signal_all(SIGKILL);
+            die(1, "pipe: %s", strerror(errno));
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+            signal_all(SIGKILL);
+            die(1, "fork: %s", strerror(errno));
+        }
+        if (pid == 0) start_child(i, op, ep, r->log_fd, self, child_argv);
+        setpgid(pid, pid); /* also here, so the group exists before any kill */
+        r->pid = pid;
+        if (use_pipes) {
+            close(op[1]);
+            close(ep[1]);
+            r->out_fd = op[0];
+            r->err_fd = ep[0];
+        }
+    }
+
+    int first_rank = -1, first_code = 0, running = g.n, forwarded = 0;
+    double stop_deadline = -1;
+    struct pollfd *fds = calloc((size_t)(2 * g.n + 1), sizeof *fds);
+    while (running > 0) {
+        int k = 0;
+        fds[k++] = (struct pollfd){sfd, POLLIN, 0};
+        for (int i = 0; i < g.n; i++) {
+            fds[k++] = (struct pollfd){g.ranks[i].out_fd, POLLIN, 0};
+            fds[k++] = (struct pollfd){g.ranks[i].err_fd, POLLIN, 0};
+        }
+        int wait_ms = -1;
+        if (stop_deadline > 0) {
+            double left = stop_deadline - now_s();
+            wait_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
+        }
+        int pr = poll(fds, (nfds_t)k, wait_ms);
+        if (pr < 0 && errno != EINTR) break;
+        if (stop_deadline > 0 && now_s() >= stop_deadline) {
+            signal_all(SIGKILL);
+            stop_deadline = -1;
+        }
+        for (int i = 0; i < g.n; i++) { /* output */
+            rank_t *r = &g.ranks[i];
+            for (int w = 0; w < 2; w++) {
+                struct pollfd *p = &fds[1 + 2 * i + w];
+                if (p->fd < 0 || !(p->revents & (POLLIN | POLLHUP | POLLERR))) continue;
+                char buf[4096];
+                ssize_t n = read(p->fd, buf, sizeof buf);
+                if (n > 0) {
+                    emit(r, i, w ? STDERR_FILENO : STDOUT_FILENO, w ? r->err_partial : r->out_partial,
+                         w ? &r->err_len : &r->out_len, buf, (size_t)n, 0);
+                } else if (n == 0 || errno != EINTR) {
+                    emit(r, i, w ? STDERR_FILENO : STDOUT_FILENO, w ? r->err_partial : r->out_partial,
+                         w ? &r->err_len : &r->out_len, buf, 0, 1);
+                    close(p->fd);
+                    if (w) r->err_fd = -1;
+                    else r->out_fd = -1;
+                }
+            }
+        }
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            if (si.ssi_signo == SIGCHLD) continue; /* reaped below */
+            if (!forwarded) fprintf(stderr, "hidet-nccl-run: got signal %d; forwarding it to every rank\n", si.ssi_signo);
+            signal_all((int)si.ssi_signo);
+            forwarded = (int)si.ssi_signo;
+            if (stop_deadline < 0) stop_deadline = now_s() + g.grace_s;
+        }
+        for (;;) { /* reap */
+            int status;
+            pid_t pid = waitpid(-1, &status, WNOHANG);
+            if (pid <= 0) break;
+            for (int i = 0; i < g.n; i++) {
+                rank_t *r = &g.ranks[i];
+                if (r->pid != pid || r->done) continue;
+                r->done = 1;
+                r->status = status;
+                running--;
+                int failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+                if (failed && first_rank < 0 && !forwarded) {
+                    first_rank = i;
+                    first_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                    if (running > 0) {
+                        signal_all(SIGTERM);
+                        stop_deadline = now_s() + g.grace_s;
+                    }
+                }
+            }
+        }
+    }
+    /* Drain what is left in the pipes. */
+    for (int i = 0; i < g.n; i++) {
+        rank_t *r = &g.ranks[i];
+        for (int w = 0; w < 2; w++) {
+            int fd = w ? r->err_fd : r->out_fd;
+            if (fd < 0) continue;
+            char buf[4096];
+            ssize_t n;
+            while ((n = read(fd, buf, sizeof buf)) > 0)
+                emit(r, i, w ? STDERR_FILENO : STDOUT_FILENO, w ? r->err_partial : r->out_partial,
+                     w ? &r->err_len : &r->out_len, buf, (size_t)n, 0);
+            emit(r, i, w ? STDERR_FILENO : STDOUT_FILENO, w ? r->err_partial : r->out_partial,
+                 w ? &r->err_len : &r->out_len, buf, 0, 1);
+            close(fd);
+        }
+        if (r->log_fd >= 0) close(r->log_fd);
+    }
+    remove_rendezvous();
+    if (first_rank >= 0) {
+        int st = g.ranks[first_rank].status;
+        if (WIFEXITED(st))
+            fprintf(stderr, "hidet-nccl-run: rank %d exited with code %d; the other ranks were stopped\n", first_rank,
+                    first_code);
+        else
+            fprintf(stderr, "hidet-nccl-run: rank %d was killed by signal %d (%s); the other ranks were stopped\n",
+                    first_rank, WTERMSIG(st), strsignal(WTERMSIG(st)));
+        return first_code;
+    }
+    if (forwarded) {
+        fprintf(stderr, "hidet-nccl-run: stopped by signal %d (%s)\n", forwarded, strsignal(forwarded));
+        return 128 + forwarded;
+    }
+    return 0;
+}
