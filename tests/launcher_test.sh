@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Tests of hidet-nccl-run on the CPU: launcher_test.sh LAUNCHER CHILD
+# Ends with "N passed, N failed".
+set -u
+run=$(realpath "$1")
+child=$(realpath "$2")
+tmp=${TEST_TMPDIR:-$(mktemp -d)}/launcher
+rm -rf "$tmp"
+mkdir -p "$tmp"
+passed=0
+failed=0
+check() { # description, then a command that must succeed
+    local what=$1
+    shift
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $what"; fi
+}
+rdv=$tmp/rdv
+mkdir -p "$rdv"
+rdv_empty() { [ -z "$(ls -A "$rdv")" ]; }
+pids_gone() { # every pid recorded in $1 is gone
+    local f
+    for f in "$1"/pid.*; do
+        [ -e "$f" ] || return 1
+        if kill -0 "$(cat "$f")" 2>/dev/null; then echo "pid $(cat "$f") ($f) still alive"; return 1; fi
+    done
+}
+
+# 1, 4 and 16 ranks bootstrap over the file backend; every rank has rank 0's id bytes.
+for n in 1 4 16; do
+    out=$tmp/boot$n.txt
+    "$run" -n "$n" --rendezvous-dir "$rdv" "$child" bootstrap >"$out" 2>"$tmp/boot$n.err"
+    rc=$?
+    check "$n ranks: exit 0 (got $rc)" [ "$rc" -eq 0 ]
+    check "$n ranks: $n lines" [ "$(grep -c '^rank ' "$out")" -eq "$n" ]
+    check "$n ranks: one id" [ "$(awk '{print $6}' "$out" | sort -u | wc -l)" -eq 1 ]
+    check "$n ranks: ranks 0..n-1" [ "$(awk '{print $2}' "$out" | sort -n | tr '\n' ' ')" = "$(seq -s ' ' 0 $((n - 1))) " ]
+    check "$n ranks: id is 128 bytes" [ "$(awk 'NR==1{print length($6)}' "$out")" -eq 256 ]
+    check "$n ranks: rendezvous directory removed" rdv_empty
+done
+
+# A rank that exits 3: the launcher exits 3 within the grace period, the others are gone.
+mkdir -p "$tmp/p3"
+start=$(date +%s)
+PIDFILE_DIR=$tmp/p3 timeout 60 "$run" -n 4 --grace 2 --rendezvous-dir "$rdv" "$child" exit 2 3 2>"$tmp/exit3.err"
+rc=$?
+took=$(($(date +%s) - start))
+check "exit 3: launcher exits 3 (got $rc)" [ "$rc" -eq 3 ]
+check "exit 3: within the grace period (${took}s)" [ "$took" -le 4 ]
+check "exit 3: summary names rank 2" grep -q "rank 2 exited with code 3" "$tmp/exit3.err"
+check "exit 3: no rank left" pids_gone "$tmp/p3"
+check "exit 3: rendezvous directory removed" rdv_empty
+
+# A rank killed by SIGKILL: 137.
+mkdir -p "$tmp/p9"
+PIDFILE_DIR=$tmp/p9 timeout 60 "$run" -n 3 --grace 2 --rendezvous-dir "$rdv" "$child" kill 1 2>"$tmp/kill.err"
+rc=$?
+check "SIGKILL: launcher exits 137 (got $rc)" [ "$rc" -eq 137 ]
+check "SIGKILL: summary names the signal" grep -q "rank 1 was killed by signal 9" "$tmp/kill.err"
+check "SIGKILL: no rank left" pids_gone "$tmp/p9"
+check "SIGKILL: rendezvous directory removed" rdv_empty
+
+# SIGINT to the launcher stops every rank.
+mkdir -p "$tmp/pint"
+PIDFILE_DIR=$tmp/pint "$run" -n 4 --grace 2 --rendezvous-dir "$rdv" "$child" sleep 2>"$tmp/int.err" &
+launcher=$!
+for _ in $(seq 100); do [ "$(ls "$tmp/pint" | wc -l)" -eq 4 ] && break; sleep 0.1; done
+kill -INT "$launcher"
+wait "$launcher"
+rc=$?
+check "SIGINT: launcher exits 130 (got $rc)" [ "$rc" -eq 130 ]
+check "SIGINT: no rank left" pids_gone "$tmp/pint"
+check "SIGINT: rendezvous directory removed" rdv_empty
+
+# --tag-output and --output-dir.
+"$run" -n 3 --tag-output --rendezvous-dir "$rdv" "$child" lines >"$tmp/tag.out" 2>"$tmp/tag.err"
+check "tag-output: 9 tagged stdout lines" [ "$(grep -cE '^\[[0-2]\] (first|second|third) line$' "$tmp/tag.out")" -eq 9 ]
+check "tag-output: 3 tagged stderr lines" [ "$(grep -cE '^\[[0-2]\] an error line$' "$tmp/tag.err")" -eq 3 ]
+check "tag-output: rank 1's lines in order" [ "$(grep '^\[1\]' "$tmp/tag.out" | tr '\n' '|')" = "[1] first line|[1] second line|[1] third line|" ]
+"$run" -n 2 --output-dir "$tmp/logs" --rendezvous-dir "$rdv" "$child" lines >"$tmp/od.out" 2>&1
+check "output-dir: nothing on the terminal" [ ! -s "$tmp/od.out" ]
+for r in 0 1; do
+    check "output-dir: rank.$r.log has 4 lines" [ "$(wc -l <"$tmp/logs/rank.$r.log")" -eq 4 ]
+done
+check "rendezvous directory removed" rdv_empty
+
+# Usage errors: exit 2 with a usage message.
+"$run" --no-such-option "$child" >/dev/null 2>"$tmp/u1.err"
+check "unknown option: exit 2" [ $? -eq 2 ]
+check "unknown option: usage" grep -q "usage: hidet-nccl-run" "$tmp/u1.err"
+"$run" -n 2 >/dev/null 2>"$tmp/u2.err"
+check "missing program: exit 2" [ $? -eq 2 ]
+check "missing program: says so" grep -q "no program to run" "$tmp/u2.err"
+"$run" -n 0 "$child" >/dev/null 2>&1
+check "-n 0: exit 2" [ $? -eq 2 ]
+"$run" --help >"$tmp/help.out"
+check "--help: exit 0 and usage" grep -q "^usage: hidet-nccl-run" "$tmp/help.out"
+check "--version" grep -q "^hidet-nccl-run [0-9]" <("$run" --version)
+# A program that does not exist: 127, like a shell.
+"$run" -n 2 --rendezvous-dir "$rdv" /no/such/program 2>/dev/null
+check "missing executable: exit 127" [ $? -eq 127 ]
+check "rendezvous directory removed at the end" rdv_empty
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
