@@ -1,0 +1,43 @@
+/* GPU test through hidet_nccl_init (run by hidet-nccl-run -n 2 or more, or Slurm with a
+ * rendezvous directory): the shared-file bootstrap, one GPU per process; time to a ready
+ * communicator; every dtype x op checked exactly; a second communicator with a fresh id. */
+#include <stdio.h>
+#include <time.h>
+
+#include "hidet_nccl/bootstrap.h"
+#include "tests/gpu/check_all.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(void) {
+    double start = now();
+    int id = -1, second = -1, rank = -1, size = 0;
+    if (hidet_nccl_init(&id) != HIDET_NCCL_SUCCESS || hidet_nccl_comm_rank(id, &rank) != HIDET_NCCL_SUCCESS ||
+        hidet_nccl_comm_size(id, &size) != HIDET_NCCL_SUCCESS) {
+        fprintf(stderr, "launcher_gpu_test: %s\n", hidet_nccl_last_error());
+        return 1;
+    }
+    double ready = now();
+    if (rank == 0) printf("file bootstrap, %d ranks: hidet_nccl_init to ready communicator %.3f s\n", size, ready - start);
+    const size_t counts[] = {1, 1001, (1u << 22) + 3};
+    hn_check_result_t r = hn_check_every_dtype_op(id, counts, 3);
+    printf("rank %d: %d checks, %d wrong, %d errors, %d pairs refused\n", rank, r.checked, r.wrong, r.errors, r.refused);
+    int failed = r.wrong || r.errors || r.refused != 19;
+    if (hidet_nccl_init(&second) != HIDET_NCCL_SUCCESS) {
+        fprintf(stderr, "launcher_gpu_test: second communicator: %s\n", hidet_nccl_last_error());
+        failed = 1;
+    } else {
+        hn_check_result_t r2 = hn_check_every_dtype_op(second, counts, 1);
+        failed |= r2.wrong || r2.errors;
+    }
+    if (hidet_nccl_finalize() != HIDET_NCCL_SUCCESS) {
+        fprintf(stderr, "launcher_gpu_test: %s\n", hidet_nccl_last_error());
+        failed = 1;
+    }
+    printf("rank %d: launcher_gpu_test %s\n", rank, failed ? "FAILED" : "OK");
+    return failed;
+}

@@ -1,0 +1,349 @@
+/* hidet-nccl-bench: all_reduce through hidet-nccl against raw ncclAllReduce on the same
+ * communicator, in the table nccl-tests' all_reduce_perf prints; graph-captured latency;
+ * and the time to a ready communicator through each bootstrap against the raw path.
+ *
+ *   mpirun -np 2 hidet-nccl-bench [-b 8] [-e 128M] [-f 2] [-n 20] [-w 5] [-d float32] [-o sum] [-c 1] [-r 3]
+ *   hidet-nccl-run -n 2 hidet-nccl-bench ...     (no MPI: no init comparison)
+ *
+ * busbw = algbw * 2(n-1)/n. Each size runs the library and raw NCCL alternately, -r times
+ * each, and reports the fastest run of each, with the ratio library/raw of busbw. */
+#include <cuda_runtime_api.h>
+#include <getopt.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/nccl_loader_int.h"
+#include "hidet_nccl/bootstrap_mpi.h"
+#include "tests/gpu/reference.h"
+
+static struct {
+    size_t min_bytes, max_bytes;
+    double factor;
+    int iters, warmup, check, reps;
+    hidet_nccl_dtype_t dtype;
+    hidet_nccl_op_t op;
+    int use_mpi;
+    int rank, nranks;
+} o = {8, 128u << 20, 2, 20, 5, 1, 3, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, 0, 0, 1};
+
+#define DIE(...)                                                       \
+    do {                                                               \
+        fprintf(stderr, "hidet-nccl-bench: " __VA_ARGS__);             \
+        fprintf(stderr, "\n");                                         \
+        if (o.use_mpi) MPI_Abort(MPI_COMM_WORLD, 1);                   \
+        exit(1);                                                       \
+    } while (0)
+#define HN(call)                                                                      \
+    do {                                                                              \
+        if ((call) != HIDET_NCCL_SUCCESS) DIE("%s: %s", #call, hidet_nccl_last_error()); \
+    } while (0)
+#define CU(call)                                                                          \
+    do {                                                                                  \
+        cudaError_t e_ = (call);                                                          \
+        if (e_ != cudaSuccess) DIE("%s: %s", #call, cudaGetErrorString(e_));              \
+    } while (0)
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static size_t parse_size(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    double mult = 1;
+    if (*end == 'K' || *end == 'k') mult = 1024.0;
+    else if (*end == 'M' || *end == 'm') mult = 1024.0 * 1024;
+    else if (*end == 'G' || *end == 'g') mult = 1024.0 * 1024 * 1024;
+    if (v <= 0) DIE("bad size '%s'", s);
+    return (size_t)(v * mult);
+}
+
+/* The slowest rank's value (the collective finishes when it does). */
+static double max_over_ranks(double v) {
+    double m = v;
+    if (o.use_mpi) MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return m;
+}
+
+static void barrier(void) {
+    if (o.use_mpi) MPI_Barrier(MPI_COMM_WORLD);
+}
+
+typedef struct {
+    const hn_nccl_t *nccl;
+    ncclComm_t comm;
+    int id;
+    cudaStream_t stream;
+    hidet_nccl_reduction_t red;
+} ctx_t;
+
+/* One all_reduce through the library (raw == 0) or straight to NCCL (raw == 1). */
+static void one(const ctx_t *c, int raw, const void *send, void *recv, size_t count) {
+    if (raw) {
+        ncclResult_t r = c->nccl->AllReduce(send, recv, count * c->red.count_multiplier, c->red.nccl_dtype,
+                                            c->red.nccl_op, c->comm, c->stream);
+        if (r != ncclSuccess && r != ncclInProgress) DIE("ncclAllReduce: %s", c->nccl->GetErrorString(r));
+    } else {
+        HN(hidet_nccl_all_reduce(c->id, send, recv, count, o.dtype, o.op, c->stream));
+    }
+}
+
+/* Average seconds per all_reduce over `iters` back-to-back calls. */
+static double timed(const ctx_t *c, int raw, const void *send, void *recv, size_t count, int iters) {
+    cudaEvent_t a, b;
+    CU(cudaEventCreate(&a));
+    CU(cudaEventCreate(&b));
+    barrier();
+    CU(cudaEventRecord(a, c->stream));
+    for (int i = 0; i < iters; i++) one(c, raw, send, recv, count);
+    CU(cudaEventRecord(b, c->stream));
+    CU(cudaEventSynchronize(b));
+    float ms = 0;
+    CU(cudaEventElapsedTime(&ms, a, b));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return max_over_ranks(ms * 1e-3 / iters);
+}
+
+/* Per-call time of `per_graph` all_reduces captured in one CUDA graph, replayed. */
+static double graph_latency(const ctx_t *c, int raw, void *buf, size_t count) {
+    const int per_graph = 100, launches = 20;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CU(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < per_graph; i++) one(c, raw, buf, buf, count);
+    CU(cudaStreamEndCapture(c->stream, &graph));
+    CU(cudaGraphInstantiate(&exec, graph, 0));
+    for (int i = 0; i < 3; i++) CU(cudaGraphLaunch(exec, c->stream));
+    CU(cudaStreamSynchronize(c->stream));
+    barrier();
+    cudaEvent_t a, b;
+    CU(cudaEventCreate(&a));
+    CU(cudaEventCreate(&b));
+    CU(cudaEventRecord(a, c->stream));
+    for (int i = 0; i < launches; i++) CU(cudaGraphLaunch(exec, c->stream));
+    CU(cudaEventRecord(b, c->stream));
+    CU(cudaEventSynchronize(b));
+    float ms = 0;
+    CU(cudaEventElapsedTime(&ms, a, b));
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    return max_over_ranks(ms * 1e-3 / (launches * per_graph));
+}
+
+/* Time to a ready communicator: raw (ncclGetUniqueId + MPI_Bcast + ncclCommInitRank), the
+ * library over MPI, the library over the shared-file bootstrap; medians of `reps` runs. */
+static void init_times(const hn_nccl_t *nccl, int reps) {
+    char dir[256] = "";
+    if (o.rank == 0) {
+        snprintf(dir, sizeof dir, "%s/hidet-nccl-bench-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (mkdtemp(dir) == NULL) DIE("mkdtemp: cannot make a rendezvous directory");
+    }
+    MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+    double t[3][16];
+    if (reps > 16) reps = 16;
+    for (int r = -1; r < reps; r++) { /* r == -1: a warm-up of each, not counted */
+        for (int path = 0; path < 3; path++) {
+            barrier();
+            double start = now();
+            int id;
+            if (path == 0) {
+                ncclUniqueId uid;
+                if (o.rank == 0 && nccl->GetUniqueId(&uid) != ncclSuccess) DIE("ncclGetUniqueId failed");
+                MPI_Bcast(&uid, sizeof uid, MPI_BYTE, 0, MPI_COMM_WORLD);
+                ncclComm_t comm;
+                ncclResult_t res = nccl->CommInitRank(&comm, o.nranks, uid, o.rank);
+                if (res != ncclSuccess) DIE("ncclCommInitRank: %s", nccl->GetErrorString(res));
+                double took = max_over_ranks(now() - start);
+                if (r >= 0) t[0][r] = took;
+                nccl->CommDestroy(comm);
+                continue;
+            }
+            if (path == 1) {
+                HN(hidet_nccl_mpi_comm_init(MPI_COMM_WORLD, NULL, &id));
+            } else {
+                char key[64];
+                snprintf(key, sizeof key, "bench-%d", r + 1);
+                hidet_nccl_file_bootstrap_params_t p = HIDET_NCCL_FILE_BOOTSTRAP_PARAMS_INIT;
+                p.dir = dir;
+                p.job_key = key;
+                p.rank = o.rank;
+                p.nranks = o.nranks;
+                hidet_nccl_bootstrap_h bs;
+                HN(hidet_nccl_bootstrap_file(&p, &bs));
+                HN(hidet_nccl_comm_init(bs, NULL, &id));
+                HN(hidet_nccl_bootstrap_destroy(bs));
+            }
+            double took = max_over_ranks(now() - start);
+            if (r >= 0) t[path][r] = took;
+            HN(hidet_nccl_comm_destroy(id));
+        }
+    }
+    if (o.rank == 0) rmdir(dir);
+    for (int path = 0; path < 3; path++) /* sort for the median */
+        for (int i = 0; i < reps; i++)
+            for (int j = i + 1; j < reps; j++)
+                if (t[path][j] < t[path][i]) {
+                    double x = t[path][i];
+                    t[path][i] = t[path][j];
+                    t[path][j] = x;
+                }
+    if (o.rank == 0) {
+        double raw = t[0][reps / 2];
+        printf("# Time to a ready communicator, %d ranks, median of %d (after one warm-up each):\n", o.nranks, reps);
+        printf("#   raw ncclGetUniqueId + MPI_Bcast + ncclCommInitRank : %8.1f ms\n", raw * 1e3);
+        printf("#   hidet_nccl_mpi_comm_init (MPI bootstrap)          : %8.1f ms  (%.3f x raw)\n",
+               t[1][reps / 2] * 1e3, t[1][reps / 2] / raw);
+        printf("#   hidet_nccl_comm_init (shared-file bootstrap)      : %8.1f ms  (%.3f x raw)\n",
+               t[2][reps / 2] * 1e3, t[2][reps / 2] / raw);
+    }
+}
+
+int main(int argc, char **argv) {
+    int c;
+    while ((c = getopt(argc, argv, "b:e:f:n:w:d:o:c:r:h")) != -1) {
+        switch (c) {
+            case 'b': o.min_bytes = parse_size(optarg); break;
+            case 'e': o.max_bytes = parse_size(optarg); break;
+            case 'f': o.factor = atof(optarg); break;
+            case 'n': o.iters = atoi(optarg); break;
+            case 'w': o.warmup = atoi(optarg); break;
+            case 'c': o.check = atoi(optarg); break;
+            case 'r': o.reps = atoi(optarg); break;
+            case 'd': HN(hidet_nccl_dtype_from_name(optarg, &o.dtype)); break;
+            case 'o': HN(hidet_nccl_op_from_name(optarg, &o.op)); break;
+            default:
+                fprintf(stderr, "usage: %s [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] "
+                                "[-d dtype] [-o op] [-c check 0/1] [-r reps]\n", argv[0]);
+                return c == 'h' ? 0 : 2;
+        }
+    }
+    if (o.factor <= 1 || o.iters < 1 || o.reps < 1 || o.min_bytes > o.max_bytes) DIE("bad options");
+    o.use_mpi = getenv("HIDET_NCCL_RENDEZVOUS_DIR") == NULL; /* under hidet-nccl-run: no MPI */
+    double start = now();
+    int id;
+    if (o.use_mpi) {
+        MPI_Init(&argc, &argv);
+        HN(hidet_nccl_mpi_init(&id));
+    } else {
+        HN(hidet_nccl_init(&id));
+    }
+    double ready = now() - start;
+    HN(hidet_nccl_comm_rank(id, &o.rank));
+    HN(hidet_nccl_comm_size(id, &o.nranks));
+    ctx_t ctx;
+    ctx.id = id;
+    HN(hidet_nccl_get_comm(id, &ctx.comm));
+    HN(hidet_nccl__nccl(&ctx.nccl));
+    HN(hidet_nccl_reduction(o.dtype, o.op, &ctx.red));
+    CU(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
+    size_t esize;
+    HN(hidet_nccl_dtype_size(o.dtype, &esize));
+    const char *dname, *oname, *path;
+    int version;
+    hidet_nccl_dtype_name(o.dtype, &dname);
+    hidet_nccl_op_name(o.op, &oname);
+    hidet_nccl_library_path(&path);
+    hidet_nccl_nccl_version(&version);
+    if (o.rank == 0) {
+        int dev;
+        struct cudaDeviceProp prop;
+        cudaGetDevice(&dev);
+        cudaGetDeviceProperties(&prop, dev);
+        printf("# hidet-nccl-bench: %d ranks (%s), %s; NCCL %d.%d.%d from %s\n", o.nranks,
+               o.use_mpi ? "MPI bootstrap" : "shared-file bootstrap", prop.name, version / 10000, version / 100 % 100,
+               version % 100, path);
+        printf("# program start to ready communicator: %.3f s\n", ready);
+    }
+    if (o.use_mpi) init_times(ctx.nccl, 5);
+
+    size_t max_count = o.max_bytes / esize;
+    size_t nccl_max = max_count * ctx.red.count_multiplier;
+    size_t nbytes = nccl_max * hn_ref_elem_size(ctx.red.nccl_dtype);
+    void *send, *recv;
+    CU(cudaMalloc(&send, nbytes));
+    CU(cudaMalloc(&recv, nbytes));
+    unsigned char *in = NULL, *want = NULL, *got = NULL;
+    if (o.check) {
+        in = malloc(nbytes);
+        want = malloc(nbytes);
+        got = malloc(nbytes);
+        if (!in || !want || !got) DIE("out of host memory for %zu bytes (use -c 0)", nbytes);
+        hn_ref_fill(o.dtype, o.op, o.rank, nccl_max, in); /* a prefix of it is the input of every size */
+        hn_ref_expected(o.dtype, o.op, o.nranks, nccl_max, want);
+    } else {
+        CU(cudaMemset(send, 0, nbytes));
+    }
+    double bus = 2.0 * (o.nranks - 1) / o.nranks;
+    if (o.rank == 0) {
+        printf("#\n# %d iterations per timing, fastest of %d alternating runs; ratio = library busbw / raw busbw\n",
+               o.iters, o.reps);
+        printf("#%11s %12s %9s %6s |%10s %8s %8s %6s |%10s %8s %8s %6s |%10s %8s %10s %8s |%7s %7s\n", "size", "count",
+               "type", "redop", "oop time", "algbw", "busbw", "#wrong", "ip time", "algbw", "busbw", "#wrong",
+               "raw oop", "busbw", "raw ip", "busbw", "ratio", "ratio");
+        printf("#%11s %12s %9s %6s |%10s %8s %8s %6s |%10s %8s %8s %6s |%10s %8s %10s %8s |%7s %7s\n", "(B)",
+               "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+               "(us)", "(GB/s)", "oop", "ip");
+    }
+    for (double fb = (double)o.min_bytes; fb <= (double)o.max_bytes + 0.5; fb *= o.factor) {
+        size_t count = (size_t)fb / esize;
+        if (count == 0) continue;
+        size_t bytes = count * esize;
+        size_t n = count * ctx.red.count_multiplier, nb = n * hn_ref_elem_size(ctx.red.nccl_dtype);
+        long wrong[2] = {0, 0};
+        double t_lib[2] = {1e30, 1e30}, t_raw[2] = {1e30, 1e30};
+        for (int ip = 0; ip < 2; ip++) {
+            void *src = ip ? recv : send;
+            if (o.check) { /* one checked run, from fresh data */
+                CU(cudaMemcpy(src, in, nb, cudaMemcpyHostToDevice));
+                one(&ctx, 0, src, recv, count);
+                CU(cudaStreamSynchronize(ctx.stream));
+                CU(cudaMemcpy(got, recv, nb, cudaMemcpyDeviceToHost));
+                size_t eb = hn_ref_elem_size(ctx.red.nccl_dtype);
+                for (size_t i = 0; i < n; i++) wrong[ip] += memcmp(got + i * eb, want + i * eb, eb) != 0;
+            }
+            for (int w = 0; w < o.warmup; w++) {
+                one(&ctx, 0, src, recv, count);
+                one(&ctx, 1, src, recv, count);
+            }
+            for (int r = 0; r < o.reps; r++) { /* alternate, so drift hits both alike */
+                double a = timed(&ctx, 0, src, recv, count, o.iters);
+                double b = timed(&ctx, 1, src, recv, count, o.iters);
+                if (a < t_lib[ip]) t_lib[ip] = a;
+                if (b < t_raw[ip]) t_raw[ip] = b;
+            }
+        }
+        if (o.rank == 0) {
+            double alg[2], rawbus[2];
+            for (int ip = 0; ip < 2; ip++) {
+                alg[ip] = bytes / t_lib[ip] / 1e9;
+                rawbus[ip] = bytes / t_raw[ip] / 1e9 * bus;
+            }
+            printf("%12zu %12zu %9s %6s |%10.2f %8.2f %8.2f %6ld |%10.2f %8.2f %8.2f %6ld |%10.2f %8.2f %10.2f %8.2f "
+                   "|%7.3f %7.3f\n",
+                   bytes, count, dname, oname, t_lib[0] * 1e6, alg[0], alg[0] * bus, o.check ? wrong[0] : -1,
+                   t_lib[1] * 1e6, alg[1], alg[1] * bus, o.check ? wrong[1] : -1, t_raw[0] * 1e6, rawbus[0],
+                   t_raw[1] * 1e6, rawbus[1], alg[0] * bus / rawbus[0], alg[1] * bus / rawbus[1]);
+            fflush(stdout);
+        }
+    }
+    size_t small = 8 / esize ? 8 / esize : 1;
+    double g_lib = graph_latency(&ctx, 0, recv, small), g_raw = graph_latency(&ctx, 1, recv, small);
+    if (o.rank == 0)
+        printf("# CUDA-graph-captured all_reduce of %zu B (100 per graph, replayed): library %.2f us, raw %.2f us per "
+               "call\n", small * esize, g_lib * 1e6, g_raw * 1e6);
+    cudaFree(send);
+    cudaFree(recv);
+    free(in);
+    free(want);
+    free(got);
+    HN(hidet_nccl_finalize());
+    if (o.use_mpi) MPI_Finalize();
+    return 0;
+}
