@@ -140,7 +140,7 @@ static hidet_nccl_status_t file_init(const void *params_v, void **state, char *m
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     snprintf(s->key, sizeof s->key, "%s", key);
     s->jitter_seed = (unsigned)getpid() ^ (unsigned)s->rank * 2654435761u;
-    s->poll_cap_s = 0.05;
+    s->poll_cap_s = 0.005; /* HIDET_NCCL_POLL_MAX_MS raises it for large jobs on a shared file system */
     const char *cap = getenv("HIDET_NCCL_POLL_MAX_MS");
     int cap_ms;
     if (cap != NULL && hidet_nccl__parse_nonneg_int(cap, &cap_ms) && cap_ms > 0) s->poll_cap_s = cap_ms / 1000.0;
@@ -227,7 +227,7 @@ static void list_missing(const unsigned char *flag, int n, int skip, char *out, 
 static hidet_nccl_status_t root_broadcast(file_state_t *s, const void *buf, size_t bytes, uint64_t seq,
                                           double timeout_s, char *msg, size_t msg_bytes) {
     int n = s->nranks;
-    double start = hidet_nccl__now(), delay = 0.0002;
+    double start = hidet_nccl__now(), delay = 0.0001;
     uint8_t *nonces = calloc((size_t)n, HN_BF_NONCE);
     unsigned char *have = calloc((size_t)n, 1);
     size_t cap = HN_BF_HEADER + 8 + bytes + (size_t)HN_BF_NONCE * n;
@@ -321,7 +321,7 @@ static hidet_nccl_status_t reader_broadcast(file_state_t *s, void *buf, size_t b
     size_t len = hn_bf_encode_hello(hello, sizeof hello, s->key, seq, (uint32_t)s->nranks, (uint32_t)s->rank, nonce);
     if (hn_bf_publish(hello_path, hello, len, why, sizeof why) != 0)
         return say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d could not announce itself: %s", s->rank, why);
-    double start = hidet_nccl__now(), delay = 0.0002;
+    double start = hidet_nccl__now(), delay = 0.0001;
     char seen[768] = "no file yet";
     size_t max = HN_BF_MAX_FILE; /* the parser then says exactly what is wrong */
     for (;;) {

@@ -99,9 +99,9 @@ static hidet_nccl_status_t mpi_init(const void *params, void **state, char *msg,
     MPI_Errhandler_free(&saved);
     if (st == HIDET_NCCL_SUCCESS) {
         MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
-        MPI_Comm local;
         MPI_Comm_rank(s->comm, &s->rank);
         MPI_Comm_size(s->comm, &s->size);
+        MPI_Comm local; /* collective, so done here, where every rank is */
         rc = MPI_Comm_split_type(s->comm, MPI_COMM_TYPE_SHARED, s->rank, MPI_INFO_NULL, &local);
         if (rc != MPI_SUCCESS) {
             st = mpi_fail(msg, n, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)", rc);
@@ -158,7 +158,7 @@ static hidet_nccl_status_t wait_request(MPI_Request *req, const mpi_state_t *s, 
                        what, timeout_s, s->rank, s->size);
         struct timespec ts = {0, sleep_ns};
         nanosleep(&ts, NULL);
-        if (sleep_ns < 1000000) sleep_ns *= 2;
+        if (sleep_ns < 100000) sleep_ns *= 2;
     }
 }
 

@@ -88,7 +88,12 @@ static void one(const ctx_t *c, int raw, const void *send, void *recv, size_t co
     if (raw) {
         ncclResult_t r = c->nccl->AllReduce(send, recv, count * c->red.count_multiplier, c->red.nccl_dtype,
                                             c->red.nccl_op, c->comm, c->stream);
-        if (r != ncclSuccess && r != ncclInProgress) DIE("ncclAllReduce: %s", c->nccl->GetErrorString(r));
+        while (r == ncclInProgress) { /* a non-blocking communicator still enqueuing: wait, as NCCL asks */
+            ncclResult_t async = ncclSuccess;
+            c->nccl->CommGetAsyncError(c->comm, &async);
+            r = async;
+        }
+        if (r != ncclSuccess) DIE("ncclAllReduce: %s", c->nccl->GetErrorString(r));
     } else {
         HN(hidet_nccl_all_reduce(c->id, send, recv, count, o.dtype, o.op, c->stream));
     }

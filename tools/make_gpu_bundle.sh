@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# Builds every GPU test and example here (a machine without a GPU is fine) and copies them,
-# with run.sh, into one self-contained folder for a GPU machine that has NCCL, CUDA's driver
-# and Open MPI but no Bazel:   tools/make_gpu_bundle.sh [DIR]   (default: gpu_bundle)
-# There:                       DIR/run.sh      -> ends with "N passed, N failed"
+# Builds every GPU test, example and the benchmark here (a machine without a GPU is fine:
+# HPC sites build on login nodes) and copies them, with run.sh, into one self-contained
+# folder for a GPU node that has the NVIDIA driver, NCCL and Open MPI but no Bazel:
+#   tools/make_gpu_bundle.sh [DIR]      (default: gpu_bundle)
+#   DIR/run.sh                          on the GPU node; ends with "N passed, N failed"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=${1:-gpu_bundle}
-targets=$(bazel query 'attr(tags, "\bgpu\b", tests(//...)) + kind(cc_binary, //examples/... + //tools/...)' 2>/dev/null)
-bazel build $targets
+targets=(
+    //tests:all_reduce_gpu_test
+    //tests:mpi_gpu_test
+    //tests:launcher_gpu_test
+    //examples:hello_all_reduce
+    //examples:mpi_all_reduce
+    //examples:file_all_reduce
+    //tools:hidet-nccl-run
+    //tools:hidet-nccl-bench
+)
+bazel build "${targets[@]}"
 rm -rf "$dest"
 mkdir -p "$dest/bin"
-for t in $targets; do
+for t in "${targets[@]}"; do
     path=${t#//}
     cp "bazel-bin/${path/://}" "$dest/bin/"
 done
