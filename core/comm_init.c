@@ -55,7 +55,7 @@ hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *id, in
                  nranks, device, nranks);
         HN_CHECK(hidet_nccl__await(n, &comm, 1, timeout, 1, what));
     }
-    hidet_nccl_status_t st = hidet_nccl__registry_add(comm, 1, comm_id);
+    hidet_nccl_status_t st = hidet_nccl__registry_add(comm, 1, nranks, comm_id);
     if (st != HIDET_NCCL_SUCCESS) {
         n->CommDestroy(comm);
         return st;
@@ -141,7 +141,7 @@ hidet_nccl_status_t hidet_nccl_comm_init_all(int ndev, const int *devices, int *
             }
     }
     for (int i = 0; i < ndev && st == HIDET_NCCL_SUCCESS; i++) {
-        st = hidet_nccl__registry_add(comms[i], 1, &comm_ids[i]);
+        st = hidet_nccl__registry_add(comms[i], 1, ndev, &comm_ids[i]);
         if (st == HIDET_NCCL_SUCCESS) comms[i] = NULL;
     }
     if (st != HIDET_NCCL_SUCCESS) { /* nothing half-made is left behind */

@@ -36,7 +36,7 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
     int in_group = hidet_nccl__group_depth() > 0;
     int id = -1;
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    if (in_group && color != HIDET_NCCL_SPLIT_NOCOLOR) st = hidet_nccl__registry_add(NULL, 1, &id);
+    if (in_group && color != HIDET_NCCL_SPLIT_NOCOLOR) st = hidet_nccl__registry_add(NULL, 1, 0, &id);
     if (st != HIDET_NCCL_SUCCESS) {
         free(child);
         return st;
@@ -44,7 +44,7 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
     ncclResult_t r = n->CommSplit(parent, color, key, child, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
         st = hidet_nccl__nccl_fail(__func__, what, r, parent);
-        if (id >= 0) hidet_nccl__registry_fill(id, NULL);
+        if (id >= 0) hidet_nccl__registry_fill(id, NULL, 0);
         free(child);
         return st;
     }
@@ -66,7 +66,9 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
         *new_id = -1;
         return HIDET_NCCL_SUCCESS;
     }
-    st = hidet_nccl__registry_add(made, 1, new_id);
+    int made_ranks = 0;
+    n->CommCount(made, &made_ranks);
+    st = hidet_nccl__registry_add(made, 1, made_ranks, new_id);
     if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(made);
     return st;
 }

@@ -188,3 +188,12 @@ int hidet_nccl__version_normalize(int code) {
     return code >= 10000 ? code : hidet_nccl__version_major(code) * 10000 + hidet_nccl__version_minor(code) * 100 +
                                       hidet_nccl__version_patch(code);
 }
+
+size_t hidet_nccl__nccl_type_size(ncclDataType_t t) {
+    switch (t) {
+        case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+        case ncclFloat16: case ncclBfloat16: return 2;
+        case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+        default: return 8;
+    }
+}

@@ -14,6 +14,9 @@ hidet_nccl_status_t hidet_nccl__plan(hidet_nccl_dtype_t dtype, hidet_nccl_op_t o
                                      int nccl_version, hidet_nccl_reduction_t *red,
                                      size_t *nccl_count);
 
+/* Bytes of one element of an NCCL type. */
+size_t hidet_nccl__nccl_type_size(ncclDataType_t t);
+
 int hidet_nccl__version_major(int code);
 int hidet_nccl__version_minor(int code);
 int hidet_nccl__version_patch(int code);

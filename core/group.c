@@ -48,7 +48,9 @@ static hidet_nccl_status_t finish_splits(const hn_nccl_t *n, hidet_nccl_status_t
         next = p->next;
         ncclComm_t c = *p->child;
         if (st != HIDET_NCCL_SUCCESS && c != NULL && children && children[i] != NULL) n->CommAbort(c);
-        if (p->id >= 0) hidet_nccl__registry_fill(p->id, st == HIDET_NCCL_SUCCESS ? c : NULL);
+        int nranks = 0;
+        if (st == HIDET_NCCL_SUCCESS && c != NULL) n->CommCount(c, &nranks);
+        if (p->id >= 0) hidet_nccl__registry_fill(p->id, st == HIDET_NCCL_SUCCESS ? c : NULL, nranks);
         free(p->child);
         free(p);
     }

@@ -13,6 +13,7 @@ typedef struct {
     int owned;
     int live;
     int pending; /* reserved by a split inside a group; filled at group_end */
+    int nranks;  /* 0: unknown (borrowed) */
 } slot_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -48,23 +49,24 @@ static hidet_nccl_status_t reserve_locked(int needed) {
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int *id) {
+hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int *id) {
     pthread_mutex_lock(&g_lock);
     hidet_nccl_status_t st = g_count == INT_MAX
                                  ? HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "the registry is full (%d ids)", g_count)
                                  : reserve_locked(g_count + 1);
     if (st == HIDET_NCCL_SUCCESS) {
-        g_slots[g_count] = (slot_t){comm, owned, 1, comm == NULL};
+        g_slots[g_count] = (slot_t){comm, owned, 1, comm == NULL, nranks};
         *id = g_count++;
     }
     pthread_mutex_unlock(&g_lock);
     return st;
 }
 
-void hidet_nccl__registry_fill(int id, ncclComm_t comm) {
+void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks) {
     pthread_mutex_lock(&g_lock);
     if (id >= 0 && id < g_count && g_slots[id].pending) {
         g_slots[id].comm = comm;
+        g_slots[id].nranks = nranks;
         g_slots[id].pending = 0;
         g_slots[id].live = comm != NULL;
     }
@@ -72,11 +74,16 @@ void hidet_nccl__registry_fill(int id, ncclComm_t comm) {
 }
 
 hidet_nccl_status_t hidet_nccl__registry_get(int id, ncclComm_t *comm, int *owned) {
+    return hidet_nccl__registry_lookup(id, comm, owned, NULL);
+}
+
+hidet_nccl_status_t hidet_nccl__registry_lookup(int id, ncclComm_t *comm, int *owned, int *nranks) {
     pthread_mutex_lock(&g_lock);
     hidet_nccl_status_t st = check_id_locked(id);
     if (st == HIDET_NCCL_SUCCESS) {
         *comm = g_slots[id].comm;
         if (owned) *owned = g_slots[id].owned;
+        if (nranks) *nranks = g_slots[id].nranks;
     }
     pthread_mutex_unlock(&g_lock);
     return st;
@@ -142,7 +149,7 @@ hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
         st = reserve_locked(num_comms);
     }
     if (st == HIDET_NCCL_SUCCESS) {
-        for (int i = 0; i < num_comms; i++) g_slots[i] = (slot_t){comms[i], 0, 1, 0};
+        for (int i = 0; i < num_comms; i++) g_slots[i] = (slot_t){comms[i], 0, 1, 0, 0};
         g_count = num_comms;
     }
     pthread_mutex_unlock(&g_lock);

@@ -9,11 +9,13 @@
 
 /* Adds a live communicator; *id is its new id. A NULL comm reserves a pending id, which
  * every use refuses as not ready until hidet_nccl__registry_fill. */
-hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int *id);
+hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int *id);
 /* Gives a pending id its communicator; NULL (a failed split) marks it dead. */
-void hidet_nccl__registry_fill(int id, ncclComm_t comm);
+void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks);
 /* The communicator of a live id (owned may be NULL); a clear error for any other id. */
 hidet_nccl_status_t hidet_nccl__registry_get(int id, ncclComm_t *comm, int *owned);
+/* Also the number of ranks (0 if unknown: a borrowed communicator). */
+hidet_nccl_status_t hidet_nccl__registry_lookup(int id, ncclComm_t *comm, int *owned, int *nranks);
 /* Marks a live id dead and returns what it held. */
 hidet_nccl_status_t hidet_nccl__registry_remove(int id, ncclComm_t *comm, int *owned);
 /* Empties the table. *slots (malloc'ed, caller frees) lists the n live slots. */

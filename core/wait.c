@@ -44,7 +44,7 @@ static void abort_all(const hn_nccl_t *nccl, ncclComm_t *comms, int n) {
 hidet_nccl_status_t hidet_nccl__await(const hn_nccl_t *nccl, ncclComm_t *comms, int n,
                                       double timeout_s, int abort_on_failure, const char *what) {
     double start = hidet_nccl__now();
-    long sleep_ns = 1000;
+    long sleep_ns = 10000;
     for (;;) {
         int pending = 0;
         for (int i = 0; i < n; i++) {
@@ -75,6 +75,7 @@ hidet_nccl_status_t hidet_nccl__await(const hn_nccl_t *nccl, ncclComm_t *comms, 
             if (abort_on_failure) abort_all(nccl, comms, n);
             return st;
         }
+        if (waited < 200e-6) continue; /* a collective being enqueued: spin, a sleep costs ~50 us of timer slack */
         struct timespec ts = {0, sleep_ns};
         nanosleep(&ts, NULL);
         if (sleep_ns < 100000) sleep_ns *= 2; /* at most 0.1 ms late: init time is what users wait for */

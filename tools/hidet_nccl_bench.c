@@ -142,6 +142,32 @@ static double graph_latency(const ctx_t *c, int raw, void *buf, size_t count) {
     return max_over_ranks(ms * 1e-3 / (launches * per_graph));
 }
 
+/* For reference: 8-byte latency on a raw *blocking* communicator (the library makes
+ * non-blocking ones, so that init can time out; NCCL may enqueue on those asynchronously). */
+static void blocking_reference(const hn_nccl_t *nccl, ncclComm_t comm) {
+    ctx_t c;
+    memset(&c, 0, sizeof c);
+    c.nccl = nccl;
+    c.comm = comm;
+    c.id = -1;
+    HN(hidet_nccl_reduction(HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, &c.red));
+    CU(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
+    void *buf;
+    CU(cudaMalloc(&buf, 64));
+    for (int i = 0; i < 10; i++) one(&c, 1, buf, buf, 2);
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t = timed(&c, 1, buf, buf, 2, 20);
+        best = t < best ? t : best;
+    }
+    double g = graph_latency(&c, 1, buf, 2);
+    if (o.rank == 0)
+        printf("# reference, raw blocking communicator, 8 B float32 sum: eager %.2f us, graph-captured %.2f us\n",
+               best * 1e6, g * 1e6);
+    cudaFree(buf);
+    cudaStreamDestroy(c.stream);
+}
+
 /* Time to a ready communicator: raw (ncclGetUniqueId + MPI_Bcast + ncclCommInitRank), the
  * library over MPI, the library over the shared-file bootstrap; medians of `reps` runs. */
 static void init_times(const hn_nccl_t *nccl, int reps) {
@@ -167,6 +193,7 @@ static void init_times(const hn_nccl_t *nccl, int reps) {
                 if (res != ncclSuccess) DIE("ncclCommInitRank: %s", nccl->GetErrorString(res));
                 double took = max_over_ranks(now() - start);
                 if (r >= 0) t[0][r] = took;
+                if (r == reps - 1) blocking_reference(nccl, comm);
                 nccl->CommDestroy(comm);
                 continue;
             }

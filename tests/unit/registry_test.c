@@ -84,7 +84,7 @@ static void test_set_comms_refuses_to_drop_owned(void) {
     /* An owned slot (added as the init functions do) blocks set_comms until destroyed. */
     int id = -1;
     HN_ASSERT_STATUS(hidet_nccl_set_comms(0, NULL), HIDET_NCCL_SUCCESS, NULL);
-    HN_ASSERT_STATUS(hidet_nccl__registry_add(FAKE(3), 1, &id), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl__registry_add(FAKE(3), 1, 2, &id), HIDET_NCCL_SUCCESS, NULL);
     ncclComm_t b[1] = {FAKE(7)};
     HN_ASSERT_STATUS(hidet_nccl_set_comms(1, b), HIDET_NCCL_ERROR_INVALID_USAGE, "owned by the library");
     /* Take it back out without NCCL seeing the fake pointer. */
@@ -110,7 +110,7 @@ static void test_set_comms_arguments(void) {
 static void *adder(void *arg) {
     int *ids = arg;
     for (int i = 0; i < PER_THREAD; i++) {
-        if (hidet_nccl__registry_add(FAKE(i), 0, &ids[i]) != HIDET_NCCL_SUCCESS) return NULL;
+        if (hidet_nccl__registry_add(FAKE(i), 0, 0, &ids[i]) != HIDET_NCCL_SUCCESS) return NULL;
         ncclComm_t c;
         if (hidet_nccl_get_comm(ids[i], &c) != HIDET_NCCL_SUCCESS || c != FAKE(i)) return NULL;
         if (i % 3 == 0 && hidet_nccl_comm_destroy(ids[i]) != HIDET_NCCL_SUCCESS) return NULL;
