@@ -65,7 +65,7 @@ static hidet_nccl_status_t to_blocking(const hn_nccl_t *n, ncclComm_t *comms, co
     if (count > 64) return HIDET_NCCL_SUCCESS;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 1;
-    config.splitShare = 1;
+    config.splitShare = 1; /* the child uses the parent's channels and buffers: no second copy */
     ncclResult_t r = count > 1 ? n->GroupStart() : ncclSuccess;
     for (int i = 0; i < count && (r == ncclSuccess || r == ncclInProgress); i++) {
         children[i] = NULL;

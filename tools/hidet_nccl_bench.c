@@ -333,10 +333,12 @@ int main(int argc, char **argv) {
         for (int ip = 0; ip < 2; ip++) {
             void *src = ip ? recv : send;
             if (o.check) { /* one checked run, from fresh data */
-                CU(cudaMemcpy(src, in, nb, cudaMemcpyHostToDevice));
+                /* On the benchmark's own (non-blocking) stream: a plain cudaMemcpy from pageable
+                 * memory may return before its DMA lands, and that stream would not wait for it. */
+                CU(cudaMemcpyAsync(src, in, nb, cudaMemcpyHostToDevice, ctx.stream));
                 one(&ctx, 0, src, recv, count);
+                CU(cudaMemcpyAsync(got, recv, nb, cudaMemcpyDeviceToHost, ctx.stream));
                 CU(cudaStreamSynchronize(ctx.stream));
-                CU(cudaMemcpy(got, recv, nb, cudaMemcpyDeviceToHost));
                 size_t eb = hn_ref_elem_size(ctx.red.nccl_dtype);
                 for (size_t i = 0; i < n; i++) wrong[ip] += memcmp(got + i * eb, want + i * eb, eb) != 0;
             }
