@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Plots busbw against size, library and raw NCCL, from hidet-nccl-bench output, as SVG.
+
+    tools/plot_bench.py docs/data/bench_2xh200_mpi.txt docs/busbw_2xh200.svg
+
+Standard library only (no matplotlib), so it runs wherever python3 does.
+"""
+import math
+import sys
+
+
+def read(path):
+    rows = []
+    for line in open(path):
+        if line.startswith("#") or "|" not in line:
+            continue
+        cols = line.split("|")
+        head, oop, ip, raw = cols[0].split(), cols[1].split(), cols[2].split(), cols[3].split()
+        rows.append((int(head[0]), float(oop[2]), float(ip[2]), float(raw[1]), float(raw[3])))
+    return rows
+
+
+def svg(rows, title):
+    w, h, left, right, top, bottom = 760, 440, 70, 20, 40, 60
+    xs = [math.log2(r[0]) for r in rows]
+    ymax = max(max(r[1:]) for r in rows) * 1.1
+    x0, x1 = min(xs), max(xs)
+
+    def px(x):
+        return left + (x - x0) / (x1 - x0) * (w - left - right)
+
+    def py(y):
+        return h - bottom - y / ymax * (h - top - bottom)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{w}" height="{h}" fill="white"/>',
+           f'<text x="{w / 2}" y="22" text-anchor="middle" font-size="15">{title}</text>']
+    for i in range(6):  # y grid
+        y = ymax * i / 5
+        out.append(f'<line x1="{left}" y1="{py(y):.1f}" x2="{w - right}" y2="{py(y):.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:.0f}</text>')
+    for r, x in zip(rows, xs):  # x ticks every 4 sizes
+        if int(x) % 4 == 3:
+            size = r[0]
+            label = next(f"{size / d:g}{u}" for d, u in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K"), (1, ""))
+                         if size >= d)
+            out.append(f'<line x1="{px(x):.1f}" y1="{h - bottom}" x2="{px(x):.1f}" y2="{top}" stroke="#eee"/>')
+            out.append(f'<text x="{px(x):.1f}" y="{h - bottom + 16}" text-anchor="middle">{label}B</text>')
+    out.append(f'<text x="{w / 2}" y="{h - 18}" text-anchor="middle">message size (bytes, log scale)</text>')
+    out.append(f'<text x="18" y="{h / 2}" text-anchor="middle" transform="rotate(-90 18 {h / 2})">busbw (GB/s)</text>')
+    series = [(1, "#1f77b4", "hidet-nccl, out of place", ""), (2, "#2ca02c", "hidet-nccl, in place", ""),
+              (3, "#d62728", "raw ncclAllReduce, out of place", "6,4"), (4, "#ff7f0e", "raw ncclAllReduce, in place", "2,3")]
+    for k, (col, color, name, dash) in enumerate(series):
+        pts = " ".join(f"{px(x):.1f},{py(r[col]):.1f}" for r, x in zip(rows, xs))
+        out.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>')
+        out.append(f'<line x1="{left + 14}" y1="{top + 14 + 18 * k}" x2="{left + 44}" y2="{top + 14 + 18 * k}" '
+                   f'stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>')
+        out.append(f'<text x="{left + 50}" y="{top + 18 + 18 * k}">{name}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    rows = read(sys.argv[1])
+    if not rows:
+        sys.exit(f"no rows in {sys.argv[1]}")
+    title = "all_reduce float32 sum, 2 x H200 (NVLink), NCCL 2.28.9"
+    open(sys.argv[2], "w").write(svg(rows, title))
+
+
+if __name__ == "__main__":
+    main()
