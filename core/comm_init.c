@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/cuda_int.h"
 #include "core/error_int.h"
@@ -60,7 +61,8 @@ ncclComm_t hidet_nccl__take_parent(ncclComm_t child) {
  * failure the parents are left in comms[] for the caller to destroy. */
 static hidet_nccl_status_t to_blocking(const hn_nccl_t *n, ncclComm_t *comms, const int *ranks, int count,
                                        double timeout) {
-    if (n->CommSplit == NULL || getenv("HIDET_NCCL_NONBLOCKING") != NULL) return HIDET_NCCL_SUCCESS;
+    const char *keep = getenv("HIDET_NCCL_NONBLOCKING");
+    if (n->CommSplit == NULL || (keep != NULL && strcmp(keep, "1") == 0)) return HIDET_NCCL_SUCCESS;
     ncclComm_t children[64];
     if (count > 64) return HIDET_NCCL_SUCCESS;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;

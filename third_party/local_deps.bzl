@@ -83,8 +83,10 @@ def _local_cuda_impl(rctx):
                          "libcudart_static.a")
     if libdir:
         rctx.symlink(libdir + "/libcudart_static.a", "lib/libcudart_static.a")
+    rctx.file("root.txt", root + "\n")
     rctx.file("BUILD", """package(default_visibility = ["//visibility:public"])
 # Found at {root}
+exports_files(["root.txt"])
 cc_library(
     name = "cuda_headers",
     hdrs = glob(["include/*.h", "include/*.hpp", "include/crt/**", "include/nv/**"]),
@@ -123,7 +125,9 @@ def _local_nccl_headers_impl(rctx):
         _write_missing(rctx, ["nccl_headers"], "NCCL header nccl.h", candidates, "NCCL_HOME")
         return
     rctx.symlink(inc + "/nccl.h", "include/nccl.h")
+    rctx.file("include_dir.txt", inc + "\n")
     rctx.file("BUILD", """package(default_visibility = ["//visibility:public"])
+exports_files(["include_dir.txt"])
 # Found at {inc}. Headers only: libnccl is loaded at run time by core/nccl_loader.c.
 cc_library(
     name = "nccl_headers",
@@ -166,7 +170,9 @@ def _local_mpi_impl(rctx):
         _write_missing(rctx, ["mpi"], "MPI (mpi.h and libmpi.so)", searched, "MPI_HOME")
         return
     rctx.symlink(inc, "include")
+    rctx.file("paths.txt", inc + "\n" + lib + "\n")
     rctx.file("BUILD", """package(default_visibility = ["//visibility:public"])
+exports_files(["paths.txt"])
 # Found: headers {inc}, library {lib}
 cc_library(
     name = "mpi",

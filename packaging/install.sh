@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs hidet-nccl into a prefix. Through Bazel:   bazel run //:install -- --prefix DIR
+# The leading arguments (given by the //:install target) name the built files:
+#   install.sh LIB LIB_MPI RUN BENCH CUDA_ROOT_TXT NCCL_INC_TXT MPI_PATHS_TXT A_TEMPLATE HEADER... --prefix DIR
+set -euo pipefail
+usage() { echo "usage: bazel run //:install -- --prefix DIR" >&2; exit 2; }
+[ $# -ge 9 ] || usage
+lib=$1 lib_mpi=$2 run=$3 bench=$4 cuda_txt=$5 nccl_txt=$6 mpi_txt=$7 templates=$(dirname "$8")
+shift 8
+headers=()
+prefix=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
+        --prefix=*) prefix=${1#--prefix=}; shift ;;
+        -h|--help) usage ;;
+        --*) echo "install: unknown option $1" >&2; usage ;;
+        *) headers+=("$1"); shift ;;
+    esac
+done
+[ -n "$prefix" ] || usage
+case $prefix in /*) ;; *) prefix=${BUILD_WORKING_DIRECTORY:-$PWD}/$prefix ;; esac
+version=0.1.0
+cuda_root=$(head -1 "$cuda_txt")
+nccl_inc=$(head -1 "$nccl_txt")
+mpi_inc=$(sed -n 1p "$mpi_txt")
+mpi_lib=$(sed -n 2p "$mpi_txt")
+install -d "$prefix/include/hidet_nccl" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/HidetNccl" "$prefix/bin"
+install -m 0644 "${headers[@]}" "$prefix/include/hidet_nccl/"
+install -m 0644 "$lib" "$prefix/lib/libhidet_nccl.a"
+install -m 0644 "$lib_mpi" "$prefix/lib/libhidet_nccl_mpi.a"
+install -m 0755 "$run" "$prefix/bin/hidet-nccl-run"
+install -m 0755 "$bench" "$prefix/bin/hidet-nccl-bench"
+fill() { # template output
+    sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" -e "s|@CUDA_ROOT@|$cuda_root|g" \
+        -e "s|@NCCL_INCLUDE@|$nccl_inc|g" -e "s|@MPI_INCLUDE@|$mpi_inc|g" -e "s|@MPI_LIB@|$mpi_lib|g" "$1" >"$2"
+    chmod 0644 "$2"
+}
+fill "$templates/hidet_nccl.pc.in" "$prefix/lib/pkgconfig/hidet_nccl.pc"
+fill "$templates/hidet_nccl_mpi.pc.in" "$prefix/lib/pkgconfig/hidet_nccl_mpi.pc"
+fill "$templates/HidetNcclConfig.cmake.in" "$prefix/lib/cmake/HidetNccl/HidetNcclConfig.cmake"
+fill "$templates/HidetNcclConfigVersion.cmake.in" "$prefix/lib/cmake/HidetNccl/HidetNcclConfigVersion.cmake"
+echo "hidet-nccl $version installed in $prefix"
