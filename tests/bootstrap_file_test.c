@@ -205,7 +205,7 @@ static void test_corrupt_files_refused(void) {
     char dir[PATH_MAX], path[PATH_MAX + 64];
     new_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/hidet-nccl.corrupt.0.id", dir);
-    uint8_t good[1024], bad[1024], nonces[2 * HN_BF_NONCE] = {0}, data[128] = {1, 2, 3};
+    uint8_t good[1024], bad[1024], nonces[3 * HN_BF_NONCE] = {0}, data[128] = {1, 2, 3}; /* up to 3 ranks */
     size_t len = hn_bf_encode_announce(good, sizeof good, "corrupt", 0, 2, 0, data, sizeof data, nonces);
     struct {
         const char *name, *expect;
