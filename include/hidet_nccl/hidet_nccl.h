@@ -10,7 +10,7 @@
  * involved. Nothing in this library calls abort() or exit() on bad input.
  *
  * NCCL is loaded at run time (see hidet_nccl_load()); link with
- *   -lhidet_nccl -lcudart -ldl -lpthread        (no -lnccl)
+ *   -lhidet_nccl -lcudart -ldl -lpthread -lz    (no -lnccl)
  */
 #ifndef HIDET_NCCL_HIDET_NCCL_H_
 #define HIDET_NCCL_HIDET_NCCL_H_
@@ -158,7 +158,11 @@ hidet_nccl_status_t hidet_nccl_comm_count(int *count);
 /* One rank of a communicator of nranks ranks on the current CUDA device, from an id that
  * rank 0 got from ncclGetUniqueId (hidet_nccl_get_unique_id) and shared. Created
  * non-blocking and awaited up to $HIDET_NCCL_TIMEOUT seconds (default 300); at the deadline
- * the communicator is aborted and HIDET_NCCL_ERROR_TIMEOUT returned. */
+ * the communicator is aborted and HIDET_NCCL_ERROR_TIMEOUT returned. Once ready it is split
+ * (NCCL 2.18+, sharing its resources) into a blocking communicator, which is what the id
+ * names: NCCL enqueues collectives on a non-blocking one asynchronously, ~50 us each on
+ * NCCL 2.28 (docs/benchmarks.md). HIDET_NCCL_NONBLOCKING=1 keeps the non-blocking one.
+ * Inside a group (hidet_nccl_group_start) the communicator stays non-blocking. */
 hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id, int rank,
                                               int *comm_id);
 /* One process, ndev GPUs: a communicator of ndev ranks, rank i on devices[i] (devices NULL:
