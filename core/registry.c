@@ -24,6 +24,10 @@ static int g_capacity;
 static hidet_nccl_status_t check_id_locked(int id) {
     if (id < 0)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM, "communicator id %d is negative", id);
+    if (g_count == 0)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM,
+                       "communicator id %d was never given: no communicator exists (none created yet, or all "
+                       "released by hidet_nccl_finalize)", id);
     if (id >= g_count)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM,
                        "communicator id %d was never given (%d ids have been given: 0 .. %d)", id, g_count,
