@@ -57,16 +57,12 @@ ncclComm_t hidet_nccl__take_parent(ncclComm_t child) {
     return parent;
 }
 
-int hidet_nccl__want_blocking(void) {
-    const char *keep = getenv("HIDET_NCCL_NONBLOCKING");
-    return !(keep != NULL && strcmp(keep, "1") == 0);
-}
-
 /* Replaces comms[i] (initialized, non-blocking, rank ranks[i]) by blocking children. On
  * failure the parents are left in comms[] for the caller to destroy. */
 static hidet_nccl_status_t to_blocking(const hn_nccl_t *n, ncclComm_t *comms, const int *ranks, int count,
                                        double timeout) {
-    if (n->CommSplit == NULL || !hidet_nccl__want_blocking()) return HIDET_NCCL_SUCCESS;
+    const char *keep = getenv("HIDET_NCCL_NONBLOCKING");
+    if (n->CommSplit == NULL || (keep != NULL && strcmp(keep, "1") == 0)) return HIDET_NCCL_SUCCESS;
     ncclComm_t children[64];
     if (count > 64) return HIDET_NCCL_SUCCESS;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;

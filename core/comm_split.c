@@ -24,10 +24,8 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
                        "comm_split needs NCCL 2.18 or newer (ncclCommSplit); the loaded NCCL is %d.%d.%d (%s)",
                        hidet_nccl__version_major(n->version), hidet_nccl__version_minor(n->version),
                        hidet_nccl__version_patch(n->version), n->path);
-    /* Blocking children, as init makes (fast collectives); with a blocking parent the split
-     * runs inside the call anyway. HIDET_NCCL_NONBLOCKING=1 keeps them non-blocking. */
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = hidet_nccl__want_blocking();
+    config.blocking = 0;
     char what[128];
     snprintf(what, sizeof what, "ncclCommSplit of communicator id %d (color %d, key %d)", comm_id, color, key);
     /* NCCL writes the new communicator when the split's job has run, which for a

@@ -31,9 +31,6 @@ hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *
 hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *id, int rank, double timeout,
                                           int *comm_id);
 
-/* 0 when HIDET_NCCL_NONBLOCKING=1 asks to keep communicators non-blocking, else 1. */
-int hidet_nccl__want_blocking(void);
-
 /* The non-blocking parent of a blocking communicator made by init (NULL if none), taken out
  * of the list: the caller releases it after the child (core/comm_init.c). */
 ncclComm_t hidet_nccl__take_parent(ncclComm_t child);
