@@ -14,7 +14,9 @@ hidet_nccl_status_t hidet_nccl_init(int *comm_id) {
     char saved[4096];
     snprintf(saved, sizeof saved, "%s", hidet_nccl_last_error());
     hidet_nccl_status_t st2 = hidet_nccl_bootstrap_destroy(bs);
-    hidet_nccl__enter(__func__);
-    if (st != HIDET_NCCL_SUCCESS) return HN_FAIL(st, "%s", saved);
-    return st2;
+    if (st != HIDET_NCCL_SUCCESS) { /* the init's failure, not the release's, is the story */
+        hidet_nccl__enter(__func__);
+        return HN_FAIL(st, "%s", saved);
+    }
+    return st2; /* a failed release keeps its own message */
 }
