@@ -99,6 +99,16 @@ static void one(const ctx_t *c, int raw, const void *send, void *recv, size_t co
     }
 }
 
+/* Seconds between two events recorded on the stream, the slowest rank's. */
+static double event_seconds(cudaEvent_t a, cudaEvent_t b) {
+    CU(cudaEventSynchronize(b));
+    float ms = 0;
+    CU(cudaEventElapsedTime(&ms, a, b));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return max_over_ranks(ms * 1e-3);
+}
+
 /* Average seconds per all_reduce over `iters` back-to-back calls. */
 static double timed(const ctx_t *c, int raw, const void *send, void *recv, size_t count, int iters) {
     cudaEvent_t a, b;
@@ -108,12 +118,7 @@ static double timed(const ctx_t *c, int raw, const void *send, void *recv, size_
     CU(cudaEventRecord(a, c->stream));
     for (int i = 0; i < iters; i++) one(c, raw, send, recv, count);
     CU(cudaEventRecord(b, c->stream));
-    CU(cudaEventSynchronize(b));
-    float ms = 0;
-    CU(cudaEventElapsedTime(&ms, a, b));
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return max_over_ranks(ms * 1e-3 / iters);
+    return event_seconds(a, b) / iters;
 }
 
 /* Per-call time of `per_graph` all_reduces captured in one CUDA graph, replayed. */
@@ -134,12 +139,10 @@ static double graph_latency(const ctx_t *c, int raw, void *buf, size_t count) {
     CU(cudaEventRecord(a, c->stream));
     for (int i = 0; i < launches; i++) CU(cudaGraphLaunch(exec, c->stream));
     CU(cudaEventRecord(b, c->stream));
-    CU(cudaEventSynchronize(b));
-    float ms = 0;
-    CU(cudaEventElapsedTime(&ms, a, b));
+    double seconds = event_seconds(a, b);
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
-    return max_over_ranks(ms * 1e-3 / (launches * per_graph));
+    return seconds / (launches * per_graph);
 }
 
 /* For reference: 8-byte latency on a raw *blocking* communicator (the library makes
