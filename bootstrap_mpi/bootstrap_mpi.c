@@ -1,5 +1,5 @@
-/* The MPI bootstrap: a duplicated communicator, MPI_Ibcast/MPI_Iallgather polled against a
- * deadline, and MPI initialized (and later finalized) only when the application did not. */
+/* The MPI bootstrap: a duplicated communicator, MPI_Comm_idup/MPI_Ibcast/MPI_Iallgather polled
+ * against a deadline, and MPI initialized (and later finalized) only when the application did not. */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/error_int.h"
 #include "core/finalize_hooks_int.h"
@@ -75,6 +76,79 @@ static hidet_nccl_status_t ensure_mpi(char *msg, size_t n) {
     return HIDET_NCCL_SUCCESS;
 }
 
+/* Polls a non-blocking collective until done or the deadline. */
+static hidet_nccl_status_t wait_request(MPI_Request *req, const mpi_state_t *s, const char *what, double timeout_s,
+                                        char *msg, size_t n) {
+    double start = hidet_nccl__now();
+    long sleep_ns = 1000;
+    for (;;) {
+        int done = 0;
+        int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return mpi_fail(msg, n, what, rc);
+        if (done) return HIDET_NCCL_SUCCESS;
+        if (hidet_nccl__now() - start > timeout_s)
+            return say(msg, n, HIDET_NCCL_ERROR_TIMEOUT,
+                       "%s did not complete within %.1f s on rank %d of %d: a rank of the communicator has not "
+                       "called it (or has died)",
+                       what, timeout_s, s->rank, s->size);
+        struct timespec ts = {0, sleep_ns};
+        nanosleep(&ts, NULL);
+        if (sleep_ns < 100000) sleep_ns *= 2;
+    }
+}
+
+/* Every step of init is non-blocking and polled against the deadline, so that a rank that
+ * never calls init is an error here rather than a hang. */
+static double init_timeout(void) {
+    double t;
+    return hidet_nccl__timeout_seconds(&t) == HIDET_NCCL_SUCCESS ? t : 300;
+}
+
+/* MPI_Comm_idup: our own communicator, whose collectives cannot mix with the application's. */
+static hidet_nccl_status_t dup_comm(MPI_Comm user, mpi_state_t *s, char *msg, size_t n) {
+    MPI_Request req;
+    int rc = MPI_Comm_idup(user, &s->comm, &req);
+    if (rc != MPI_SUCCESS) return mpi_fail(msg, n, "MPI_Comm_idup", rc);
+    hidet_nccl_status_t st = wait_request(&req, s, "MPI_Comm_idup", init_timeout(), msg, n);
+    if (st == HIDET_NCCL_SUCCESS) MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
+    return st; /* on a timeout the request stays pending: MPI cannot cancel a collective */
+}
+
+/* The local rank among the ranks of this machine (what MPI_Comm_split_type with
+ * MPI_COMM_TYPE_SHARED gives, but polled): an MPI_Iallgather of the kernel's boot id and
+ * the host name, which together name one machine even across containers. */
+#define NODE_KEY 128
+static hidet_nccl_status_t find_local_rank(mpi_state_t *s, char *msg, size_t n) {
+    char mine[NODE_KEY] = "";
+    char boot[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        if (fgets(boot, sizeof boot, f) == NULL) boot[0] = '\0';
+        boot[strcspn(boot, "\n")] = '\0';
+        fclose(f);
+    }
+    char host[NODE_KEY - sizeof boot] = "";
+    gethostname(host, sizeof host - 1);
+    snprintf(mine, sizeof mine, "%s|%s", boot, host);
+    char *all = calloc((size_t)s->size, NODE_KEY);
+    if (all == NULL) return say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d node names", s->size);
+    MPI_Request req;
+    int rc = MPI_Iallgather(mine, NODE_KEY, MPI_BYTE, all, NODE_KEY, MPI_BYTE, s->comm, &req);
+    hidet_nccl_status_t st = rc != MPI_SUCCESS ? mpi_fail(msg, n, "MPI_Iallgather", rc)
+                                               : wait_request(&req, s, "MPI_Iallgather of node names", init_timeout(),
+                                                              msg, n);
+    if (st == HIDET_NCCL_SUCCESS) {
+        s->local_rank = s->local_size = 0;
+        for (int r = 0; r < s->size; r++) {
+            if (memcmp(all + (size_t)r * NODE_KEY, mine, NODE_KEY) != 0) continue;
+            if (r < s->rank) s->local_rank++;
+            s->local_size++;
+        }
+    }
+    if (st != HIDET_NCCL_ERROR_TIMEOUT) free(all); /* after a timeout MPI still owns it */
+    return st;
+}
+
 static hidet_nccl_status_t mpi_init(const void *params, void **state, char *msg, size_t n) {
     MPI_Comm user = params ? *(const MPI_Comm *)params : MPI_COMM_WORLD;
     if (user == MPI_COMM_NULL)
@@ -94,26 +168,19 @@ static hidet_nccl_status_t mpi_init(const void *params, void **state, char *msg,
     if (s == NULL) st = say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
     else if (rc != MPI_SUCCESS) st = mpi_fail(msg, n, "MPI_Comm_test_inter (is the communicator valid?)", rc);
     else if (inter) st = say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "an intercommunicator is not supported");
-    else if ((rc = MPI_Comm_dup(user, &s->comm)) != MPI_SUCCESS) st = mpi_fail(msg, n, "MPI_Comm_dup", rc);
+    else {
+        MPI_Comm_rank(user, &s->rank);
+        MPI_Comm_size(user, &s->size);
+        st = dup_comm(user, s, msg, n);
+    }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
     MPI_Errhandler_free(&saved);
     if (st == HIDET_NCCL_SUCCESS) {
-        MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
-        MPI_Comm_rank(s->comm, &s->rank);
-        MPI_Comm_size(s->comm, &s->size);
-        MPI_Comm local; /* collective, so done here, where every rank is */
-        rc = MPI_Comm_split_type(s->comm, MPI_COMM_TYPE_SHARED, s->rank, MPI_INFO_NULL, &local);
-        if (rc != MPI_SUCCESS) {
-            st = mpi_fail(msg, n, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)", rc);
-            MPI_Comm_free(&s->comm);
-        } else {
-            MPI_Comm_rank(local, &s->local_rank);
-            MPI_Comm_size(local, &s->local_size);
-            MPI_Comm_free(&local);
-        }
+        st = find_local_rank(s, msg, n);
+        if (st != HIDET_NCCL_SUCCESS) MPI_Comm_free(&s->comm);
     }
     if (st != HIDET_NCCL_SUCCESS) {
-        free(s);
+        if (st != HIDET_NCCL_ERROR_TIMEOUT) free(s); /* a timed-out MPI_Comm_idup may still write s->comm */
         return st;
     }
     pthread_mutex_lock(&g_lock);
@@ -141,45 +208,42 @@ static hidet_nccl_status_t mpi_local_rank(void *state, int *local_rank, int *loc
     return HIDET_NCCL_SUCCESS;
 }
 
-/* Polls a non-blocking collective until done or the deadline. */
-static hidet_nccl_status_t wait_request(MPI_Request *req, const mpi_state_t *s, const char *what, double timeout_s,
-                                        char *msg, size_t n) {
-    double start = hidet_nccl__now();
-    long sleep_ns = 1000;
-    for (;;) {
-        int done = 0;
-        int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) return mpi_fail(msg, n, what, rc);
-        if (done) return HIDET_NCCL_SUCCESS;
-        if (hidet_nccl__now() - start > timeout_s)
-            return say(msg, n, HIDET_NCCL_ERROR_TIMEOUT,
-                       "%s did not complete within %.1f s on rank %d of %d: a rank of the communicator has not "
-                       "called it (or has died)",
-                       what, timeout_s, s->rank, s->size);
-        struct timespec ts = {0, sleep_ns};
-        nanosleep(&ts, NULL);
-        if (sleep_ns < 100000) sleep_ns *= 2;
-    }
+/* Collectives work on a heap copy: after a timeout MPI may still complete the collective
+ * (when the late rank arrives) and write into it, so it is then left allocated. */
+static hidet_nccl_status_t finish_staged(hidet_nccl_status_t st, unsigned char *stage, void *out, size_t bytes) {
+    if (st == HIDET_NCCL_ERROR_TIMEOUT) return st; /* stage stays: MPI still owns it */
+    if (st == HIDET_NCCL_SUCCESS) memcpy(out, stage, bytes);
+    free(stage);
+    return st;
 }
 
 static hidet_nccl_status_t mpi_broadcast(void *state, void *buf, size_t bytes, int root, uint64_t tag,
                                          double timeout_s, char *msg, size_t n) {
     (void)tag; /* MPI keeps collectives apart by order */
     const mpi_state_t *s = state;
+    unsigned char *stage = malloc(bytes ? bytes : 1);
+    if (stage == NULL) return say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %zu bytes", bytes);
+    memcpy(stage, buf, bytes);
     MPI_Request req;
-    int rc = MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, s->comm, &req);
-    if (rc != MPI_SUCCESS) return mpi_fail(msg, n, "MPI_Ibcast", rc);
-    return wait_request(&req, s, "MPI_Ibcast", timeout_s, msg, n);
+    int rc = MPI_Ibcast(stage, (int)bytes, MPI_BYTE, root, s->comm, &req);
+    hidet_nccl_status_t st = rc != MPI_SUCCESS ? mpi_fail(msg, n, "MPI_Ibcast", rc)
+                                               : wait_request(&req, s, "MPI_Ibcast", timeout_s, msg, n);
+    return finish_staged(st, stage, buf, bytes);
 }
 
 static hidet_nccl_status_t mpi_allgather(void *state, const void *send, void *recv, size_t bytes, uint64_t tag,
                                          double timeout_s, char *msg, size_t n) {
     (void)tag;
     const mpi_state_t *s = state;
+    size_t all = bytes * (size_t)s->size;
+    unsigned char *stage = malloc(bytes + all ? bytes + all : 1);
+    if (stage == NULL) return say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %zu bytes", bytes + all);
+    memcpy(stage + all, send, bytes);
     MPI_Request req;
-    int rc = MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, s->comm, &req);
-    if (rc != MPI_SUCCESS) return mpi_fail(msg, n, "MPI_Iallgather", rc);
-    return wait_request(&req, s, "MPI_Iallgather", timeout_s, msg, n);
+    int rc = MPI_Iallgather(stage + all, (int)bytes, MPI_BYTE, stage, (int)bytes, MPI_BYTE, s->comm, &req);
+    hidet_nccl_status_t st = rc != MPI_SUCCESS ? mpi_fail(msg, n, "MPI_Iallgather", rc)
+                                               : wait_request(&req, s, "MPI_Iallgather", timeout_s, msg, n);
+    return finish_staged(st, stage, recv, all);
 }
 
 static hidet_nccl_status_t mpi_finalize(void *state, char *msg, size_t n) {

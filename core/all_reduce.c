@@ -4,6 +4,7 @@
 #include "core/cuda_int.h"
 #include "core/dtype_int.h"
 #include "core/error_int.h"
+#include "core/health_int.h"
 #include "core/registry_int.h"
 #include "core/wait_int.h"
 
@@ -40,7 +41,9 @@ hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, voi
     hidet_nccl__enter(__func__); /* the name lookups above cleared nothing worth keeping */
     snprintf(call, sizeof call, "ncclAllReduce(communicator id %d, count %zu of %s, op %s)", comm_id, count, dname,
              oname);
-    if (r != ncclInProgress) return hidet_nccl__nccl_fail(__func__, call, r, comm);
+    if (r != ncclInProgress)
+        return hidet_nccl__comm_failed(comm_id, hidet_nccl__nccl_fail(__func__, call, r, comm), 0,
+                                       "aborted after ncclAllReduce failed (error policy ABORT_COMM)");
     /* A non-blocking communicator may still be enqueuing (e.g. connecting on first use). */
     if (hidet_nccl__group_depth() > 0) return hidet_nccl__group_track(comm);
     double timeout;

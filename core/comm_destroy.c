@@ -10,7 +10,7 @@
 
 /* ncclCommFinalize (awaited, non-blocking communicators need it) then ncclCommDestroy.
  * A finalize that fails or passes the deadline aborts the communicator instead. */
-static hidet_nccl_status_t release_one(const hn_nccl_t *n, ncclComm_t comm, int id) {
+static hidet_nccl_status_t release(const hn_nccl_t *n, ncclComm_t comm, int id) {
     char what[96];
     snprintf(what, sizeof what, "ncclCommFinalize of communicator id %d", id);
     if (n->CommFinalize != NULL) {
@@ -32,17 +32,6 @@ static hidet_nccl_status_t release_one(const hn_nccl_t *n, ncclComm_t comm, int 
         return hidet_nccl__nccl_fail("hidet_nccl_comm_destroy", what, r, NULL);
     }
     return HIDET_NCCL_SUCCESS;
-}
-
-/* The communicator, then the non-blocking parent init made it from, if any. */
-static hidet_nccl_status_t release(const hn_nccl_t *n, ncclComm_t comm, int id) {
-    ncclComm_t parent = hidet_nccl__take_parent(comm);
-    hidet_nccl_status_t st = release_one(n, comm, id);
-    if (parent != NULL) {
-        hidet_nccl_status_t pst = release_one(n, parent, id);
-        if (st == HIDET_NCCL_SUCCESS) st = pst;
-    }
-    return st;
 }
 
 hidet_nccl_status_t hidet_nccl_comm_destroy(int comm_id) {

@@ -2,10 +2,65 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/blocking_call_int.h"
 #include "core/dtype_int.h"
 #include "core/error_int.h"
 #include "core/registry_int.h"
 #include "core/wait_int.h"
+
+/* A blocking split, run by hidet_nccl__blocking_call on its helper thread. */
+typedef struct {
+    const hn_nccl_t *n;
+    ncclComm_t parent, child;
+    int color, key;
+} split_job_t;
+
+static ncclResult_t run_split(void *p) {
+    split_job_t *a = p;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 1;
+    return a->n->CommSplit(a->parent, a->color, a->key, &a->child, &config);
+}
+
+static void late_split(void *p, ncclResult_t r) {
+    split_job_t *a = p;
+    (void)r;
+    if (a->child != NULL) a->n->CommAbort(a->child);
+}
+
+/* Blocking mode outside a group: a blocking child, made on a helper thread against the
+ * deadline. At the deadline the parent is still inside NCCL's split: its id is made dead
+ * (neither usable nor destroyable) and it is left to the process exit. */
+static hidet_nccl_status_t split_blocking(const hn_nccl_t *n, int comm_id, ncclComm_t parent, int color, int key,
+                                          double timeout, const char *what, int *new_id) {
+    split_job_t job = {n, parent, NULL, color, key};
+    ncclResult_t r;
+    hidet_nccl_status_t st =
+        hidet_nccl__blocking_call(&(hn_blocking_call_t){run_split, late_split}, &job, sizeof job, timeout, what, &r);
+    if (st == HIDET_NCCL_ERROR_TIMEOUT) {
+        ncclComm_t dropped;
+        int owned;
+        if (hidet_nccl__registry_kill(comm_id, "left inside an ncclCommSplit that passed its deadline", &dropped,
+                                      &owned) == HIDET_NCCL_SUCCESS)
+            hidet_nccl__append_error("communicator id %d is dead: it is still inside that split", comm_id);
+        return HIDET_NCCL_ERROR_TIMEOUT;
+    }
+    if (st != HIDET_NCCL_SUCCESS) return st;
+    if (r != ncclSuccess) {
+        st = hidet_nccl__nccl_fail("hidet_nccl_comm_split", what, r, parent);
+        if (job.child != NULL) n->CommAbort(job.child);
+        return st;
+    }
+    if (job.child == NULL) { /* NOCOLOR */
+        *new_id = -1;
+        return HIDET_NCCL_SUCCESS;
+    }
+    int made_ranks = 0;
+    n->CommCount(job.child, &made_ranks);
+    st = hidet_nccl__registry_add(job.child, 1, made_ranks, new_id);
+    if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(job.child);
+    return st;
+}
 
 hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *new_id) {
     HN_ENTER();
@@ -24,10 +79,12 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
                        "comm_split needs NCCL 2.18 or newer (ncclCommSplit); the loaded NCCL is %d.%d.%d (%s)",
                        hidet_nccl__version_major(n->version), hidet_nccl__version_minor(n->version),
                        hidet_nccl__version_patch(n->version), n->path);
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
     char what[128];
     snprintf(what, sizeof what, "ncclCommSplit of communicator id %d (color %d, key %d)", comm_id, color, key);
+    if (hidet_nccl__want_blocking() && hidet_nccl__group_depth() == 0)
+        return split_blocking(n, comm_id, parent, color, key, timeout, what, new_id);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
     /* NCCL writes the new communicator when the split's job has run, which for a
      * non-blocking parent may be after the call returns: give it an address that lives on. */
     ncclComm_t *child = malloc(sizeof *child);

@@ -1,6 +1,7 @@
 /* The communicator registry: ids, ownership, checks on every use. */
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,8 @@ typedef struct {
     int live;
     int pending; /* reserved by a split inside a group; filled at group_end */
     int nranks;  /* 0: unknown (borrowed) */
+    hidet_nccl_error_policy_t policy;
+    char why[128]; /* why a dead id is dead; empty: destroyed */
 } slot_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -33,7 +36,8 @@ static hidet_nccl_status_t check_id_locked(int id) {
                        "communicator id %d was never given (%d ids have been given: 0 .. %d)", id, g_count,
                        g_count - 1);
     if (!g_slots[id].live)
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM, "communicator id %d was destroyed", id);
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM, "communicator id %d was %s", id,
+                       g_slots[id].why[0] ? g_slots[id].why : "destroyed");
     if (g_slots[id].pending)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
                        "communicator id %d is not ready: it comes from a split inside a group that has not ended "
@@ -59,7 +63,7 @@ hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nra
                                  ? HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "the registry is full (%d ids)", g_count)
                                  : reserve_locked(g_count + 1);
     if (st == HIDET_NCCL_SUCCESS) {
-        g_slots[g_count] = (slot_t){comm, owned, 1, comm == NULL, nranks};
+        g_slots[g_count] = (slot_t){comm, owned, 1, comm == NULL, nranks, HIDET_NCCL_ON_ERROR_RETURN, ""};
         *id = g_count++;
     }
     pthread_mutex_unlock(&g_lock);
@@ -93,7 +97,7 @@ hidet_nccl_status_t hidet_nccl__registry_lookup(int id, ncclComm_t *comm, int *o
     return st;
 }
 
-hidet_nccl_status_t hidet_nccl__registry_remove(int id, ncclComm_t *comm, int *owned) {
+hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_t *comm, int *owned) {
     pthread_mutex_lock(&g_lock);
     hidet_nccl_status_t st = check_id_locked(id);
     if (st == HIDET_NCCL_SUCCESS) {
@@ -101,7 +105,32 @@ hidet_nccl_status_t hidet_nccl__registry_remove(int id, ncclComm_t *comm, int *o
         *owned = g_slots[id].owned;
         g_slots[id].live = 0;
         g_slots[id].comm = NULL;
+        snprintf(g_slots[id].why, sizeof g_slots[id].why, "%s", why ? why : "");
     }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_remove(int id, ncclComm_t *comm, int *owned) {
+    return hidet_nccl__registry_kill(id, NULL, comm, owned);
+}
+
+hidet_nccl_status_t hidet_nccl__registry_policy(int id, hidet_nccl_error_policy_t *policy) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(id);
+    if (st == HIDET_NCCL_SUCCESS) *policy = g_slots[id].policy;
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl_comm_set_error_policy(int comm_id, hidet_nccl_error_policy_t policy) {
+    HN_ENTER();
+    if ((int)policy < 0 || policy >= HIDET_NCCL_NUM_ERROR_POLICIES)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "error policy %d is not one of 0 .. %d", (int)policy,
+                       HIDET_NCCL_NUM_ERROR_POLICIES - 1);
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(comm_id);
+    if (st == HIDET_NCCL_SUCCESS) g_slots[comm_id].policy = policy;
     pthread_mutex_unlock(&g_lock);
     return st;
 }
@@ -153,7 +182,7 @@ hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
         st = reserve_locked(num_comms);
     }
     if (st == HIDET_NCCL_SUCCESS) {
-        for (int i = 0; i < num_comms; i++) g_slots[i] = (slot_t){comms[i], 0, 1, 0, 0};
+        for (int i = 0; i < num_comms; i++) g_slots[i] = (slot_t){comms[i], 0, 1, 0, 0, HIDET_NCCL_ON_ERROR_RETURN, ""};
         g_count = num_comms;
     }
     pthread_mutex_unlock(&g_lock);

@@ -18,6 +18,10 @@ hidet_nccl_status_t hidet_nccl__registry_get(int id, ncclComm_t *comm, int *owne
 hidet_nccl_status_t hidet_nccl__registry_lookup(int id, ncclComm_t *comm, int *owned, int *nranks);
 /* Marks a live id dead and returns what it held. */
 hidet_nccl_status_t hidet_nccl__registry_remove(int id, ncclComm_t *comm, int *owned);
+/* Likewise, and later uses of the id say "communicator id N was <why>". */
+hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_t *comm, int *owned);
+/* The error policy of a live id. */
+hidet_nccl_status_t hidet_nccl__registry_policy(int id, hidet_nccl_error_policy_t *policy);
 /* Empties the table. *slots (malloc'ed, caller frees) lists the n live slots. */
 typedef struct {
     int id;
@@ -31,8 +35,8 @@ hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *
 hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *id, int rank, double timeout,
                                           int *comm_id);
 
-/* The non-blocking parent of a blocking communicator made by init (NULL if none), taken out
- * of the list: the caller releases it after the child (core/comm_init.c). */
-ncclComm_t hidet_nccl__take_parent(ncclComm_t child);
+/* Whether communicators are made blocking: yes unless HIDET_NCCL_NONBLOCKING=1
+ * (core/comm_init.c). */
+int hidet_nccl__want_blocking(void);
 
 #endif

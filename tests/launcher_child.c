@@ -3,6 +3,8 @@
  *                                 print "rank R of N id HEX"
  *   launcher_child exit R CODE    rank R exits CODE; the others wait to be stopped
  *   launcher_child kill R         rank R kills itself with SIGKILL; the others wait
+ *   launcher_child finish R       rank R kills itself with SIGKILL; the others exit 0 after
+ *                                 1 s, printing "rank N finished"
  *   launcher_child sleep          every rank waits to be stopped
  *   launcher_child lines          three lines on stdout, one on stderr
  * With $PIDFILE_DIR set, each rank first writes its pid to $PIDFILE_DIR/pid.<rank>. */
@@ -58,6 +60,15 @@ int main(int argc, char **argv) {
             raise(SIGKILL);
         }
         sleep(60);
+        return 0;
+    }
+    if (strcmp(mode, "finish") == 0 && argc > 2) {
+        if (rank == atoi(argv[2])) {
+            usleep(200 * 1000);
+            raise(SIGKILL);
+        }
+        sleep(1);
+        printf("rank %d finished\n", rank);
         return 0;
     }
     if (strcmp(mode, "sleep") == 0) {

@@ -59,6 +59,17 @@ check "SIGKILL: summary names the signal" grep -q "rank 1 was killed by signal 9
 check "SIGKILL: no rank left" pids_gone "$tmp/p9"
 check "SIGKILL: rendezvous directory removed" rdv_empty
 
+# --keep-going: rank 1 is killed, the others run to their end; the exit code is still 137.
+start=$(date +%s%N)
+timeout 60 "$run" -n 4 --grace 2 --keep-going --rendezvous-dir "$rdv" "$child" finish 1 >"$tmp/keep.out" 2>"$tmp/keep.err"
+rc=$?
+took_ms=$((($(date +%s%N) - start) / 1000000))
+check "--keep-going: launcher exits 137 (got $rc)" [ "$rc" -eq 137 ]
+check "--keep-going: the 3 other ranks finished" [ "$(grep -c 'finished$' "$tmp/keep.out")" -eq 3 ]
+check "--keep-going: it waited for them (${took_ms} ms)" [ "$took_ms" -ge 900 ]
+check "--keep-going: summary says so" grep -q "left to finish (--keep-going)" "$tmp/keep.err"
+check "--keep-going: rendezvous directory removed" rdv_empty
+
 # SIGINT to the launcher stops every rank.
 mkdir -p "$tmp/pint"
 PIDFILE_DIR=$tmp/pint "$run" -n 4 --grace 2 --rendezvous-dir "$rdv" "$child" sleep 2>"$tmp/int.err" &

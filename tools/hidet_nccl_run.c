@@ -40,6 +40,7 @@ static struct {
     const char *timeout;
     const char *rendezvous_parent;
     double grace_s;
+    int keep_going;
     char rendezvous[PATH_MAX];
     char key[64];
     rank_t *ranks;
@@ -59,6 +60,9 @@ static void usage(FILE *f) {
             "      --rendezvous-dir D make the job's private rendezvous directory inside D\n"
             "                         (default $TMPDIR or /tmp); it is removed on every exit\n"
             "      --grace S          seconds between SIGTERM and SIGKILL when stopping ranks (5)\n"
+            "      --keep-going       when a rank fails, leave the others running (they see the\n"
+            "                         failure through their own timeouts); the exit code is\n"
+            "                         still that of the first rank that failed\n"
             "  -h, --help             this text\n"
             "  -V, --version          the version\n"
             "\n"
@@ -215,7 +219,8 @@ int main(int argc, char **argv) {
         {"np", required_argument, NULL, 'n'},         {"tag-output", no_argument, NULL, 't'},
         {"output-dir", required_argument, NULL, 'o'}, {"timeout", required_argument, NULL, 'T'},
         {"rendezvous-dir", required_argument, NULL, 'r'}, {"grace", required_argument, NULL, 'g'},
-        {"help", no_argument, NULL, 'h'},             {"version", no_argument, NULL, 'V'},
+        {"keep-going", no_argument, NULL, 'k'},     {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -227,6 +232,7 @@ int main(int argc, char **argv) {
             case 'T': parse_seconds(optarg, "--timeout"); g.timeout = optarg; break;
             case 'r': g.rendezvous_parent = optarg; break;
             case 'g': g.grace_s = parse_seconds(optarg, "--grace"); break;
+            case 'k': g.keep_going = 1; break;
             case 'h': usage(stdout); return 0;
             case 'V':
                 printf("hidet-nccl-run %d.%d.%d\n", HIDET_NCCL_VERSION_MAJOR, HIDET_NCCL_VERSION_MINOR,
@@ -371,7 +377,7 @@ int main(int argc, char **argv) {
                 if (failed && first_rank < 0 && !forwarded) {
                     first_rank = i;
                     first_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-                    if (running > 0) {
+                    if (running > 0 && !g.keep_going) {
                         signal_all(SIGTERM);
                         stop_deadline = now_s() + g.grace_s;
                     }
@@ -399,12 +405,13 @@ int main(int argc, char **argv) {
     remove_rendezvous();
     if (first_rank >= 0) {
         int st = g.ranks[first_rank].status;
+        const char *others = g.keep_going ? "the other ranks were left to finish (--keep-going)"
+                                          : "the other ranks were stopped";
         if (WIFEXITED(st))
-            fprintf(stderr, "hidet-nccl-run: rank %d exited with code %d; the other ranks were stopped\n", first_rank,
-                    first_code);
+            fprintf(stderr, "hidet-nccl-run: rank %d exited with code %d; %s\n", first_rank, first_code, others);
         else
-            fprintf(stderr, "hidet-nccl-run: rank %d was killed by signal %d (%s); the other ranks were stopped\n",
-                    first_rank, WTERMSIG(st), strsignal(WTERMSIG(st)));
+            fprintf(stderr, "hidet-nccl-run: rank %d was killed by signal %d (%s); %s\n", first_rank, WTERMSIG(st),
+                    strsignal(WTERMSIG(st)), others);
         return first_code;
     }
     if (forwarded) {

@@ -190,6 +190,42 @@ hidet_nccl_status_t hidet_nccl_comm_device(int comm_id, int *device);
 /* 1 if the library owns (and will destroy) the communicator, 0 if it is borrowed. */
 hidet_nccl_status_t hidet_nccl_comm_is_owned(int comm_id, int *owned);
 
+/* ---------------------------------------------------------------- failures
+ *
+ * NCCL reports a failed peer or network asynchronously, or not at all: a collective whose
+ * peer died may simply never finish. These calls turn that into an error the application
+ * can act on. After an abort the id is dead (every use is HIDET_NCCL_ERROR_INVALID_COMM
+ * saying why), the other communicators keep working, and finalize still releases them. */
+
+/* What the library does when it finds a communicator failed (an asynchronous NCCL error,
+ * a failed NCCL call, a wait past its deadline). */
+typedef enum {
+    HIDET_NCCL_ON_ERROR_RETURN = 0,     /* return the error (the default); comm_wait still aborts */
+    HIDET_NCCL_ON_ERROR_ABORT_COMM = 1, /* also abort the communicator: its id is dead */
+    HIDET_NCCL_ON_ERROR_ABORT_PROCESS = 2, /* print the message to stderr and abort() the process */
+    HIDET_NCCL_NUM_ERROR_POLICIES
+} hidet_nccl_error_policy_t;
+hidet_nccl_status_t hidet_nccl_comm_set_error_policy(int comm_id, hidet_nccl_error_policy_t policy);
+
+/* Non-blocking health check: ncclCommGetAsyncError. HIDET_NCCL_SUCCESS while healthy (work
+ * in flight included); HIDET_NCCL_ERROR_NCCL naming the communicator, its rank and NCCL's
+ * error otherwise, then the error policy applies. */
+hidet_nccl_status_t hidet_nccl_comm_check(int comm_id);
+
+/* Waits, from the CPU, for the work queued on stream (cudaStreamQuery), checking the
+ * communicator as it waits (ncclCommGetAsyncError). timeout_s > 0 seconds, or
+ * HIDET_NCCL_DEFAULT_TIMEOUT for $HIDET_NCCL_TIMEOUT (300 s). On an asynchronous NCCL error
+ * or at the deadline, an owned communicator is aborted (its id is dead) and the error names
+ * the communicator, its rank and what was awaited: HIDET_NCCL_ERROR_NCCL or
+ * HIDET_NCCL_ERROR_TIMEOUT. A borrowed one is left to its owner. A failed CUDA stream is
+ * HIDET_NCCL_ERROR_CUDA. */
+#define HIDET_NCCL_DEFAULT_TIMEOUT 0.0
+hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, double timeout_s);
+
+/* ncclCommAbort: stops the communicator's work at once, without its peers, and makes the
+ * id dead. A borrowed communicator's id is dropped; the NCCL communicator is its owner's. */
+hidet_nccl_status_t hidet_nccl_comm_abort(int comm_id);
+
 /* Destroys every owned communicator, drops the borrowed ones, and empties the registry.
  * Calling it again (or with nothing registered) is a successful no-op. The first failure
  * is returned, after everything else has been released. */
