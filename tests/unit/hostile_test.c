@@ -3,6 +3,7 @@
  * overflow size_t, calls before any init and after finalize), one table, each case expecting
  * an error status and a message; then the same table from 8 threads at once. */
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,7 +42,7 @@ static hidet_nccl_status_t null_get_comm(int v) { (void)v; return hidet_nccl_get
 static hidet_nccl_status_t null_comm_count(int v) { (void)v; return hidet_nccl_comm_count(NULL); }
 static hidet_nccl_status_t null_set_comms(int v) { return hidet_nccl_set_comms(v + 1, NULL); }
 static hidet_nccl_status_t null_init_rank(int v) {
-    ncclUniqueId id;
+    ncclUniqueId id = {{0}};
     int cid;
     return v ? hidet_nccl_comm_init_rank(2, &id, 0, NULL) : hidet_nccl_comm_init_rank(2, NULL, 0, &cid);
 }
@@ -92,6 +93,10 @@ static hidet_nccl_status_t bad_id(int v) {
         case 4: return hidet_nccl_comm_device(id, &x);
         case 5: return hidet_nccl_comm_is_owned(id, &x);
         case 6: return hidet_nccl_comm_split(id, 0, 0, &x);
+        case 7: return hidet_nccl_comm_check(id);
+        case 8: return hidet_nccl_comm_wait(id, 0, 1.0);
+        case 9: return hidet_nccl_comm_abort(id);
+        case 10: return hidet_nccl_comm_set_error_policy(id, HIDET_NCCL_ON_ERROR_ABORT_COMM);
         default: return hidet_nccl_all_reduce(id, g_buf, g_buf, 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, 0);
     }
 }
@@ -133,7 +138,7 @@ static hidet_nccl_status_t overflow(int v) {
 
 /* Other bad values. */
 static hidet_nccl_status_t bad_values(int v) {
-    ncclUniqueId id;
+    ncclUniqueId id = {{0}};
     int cid, ids[4], dup[2] = {1, 1};
     ncclComm_t with_null[2] = {FAKE, NULL};
     hidet_nccl_dtype_t d;
@@ -156,30 +161,37 @@ static hidet_nccl_status_t bad_values(int v) {
         case 14: return hidet_nccl_dtype_from_name("x\xff\xfe", &d);
         case 15: return hidet_nccl_op_from_name("SUM", &op);
         case 16: return hidet_nccl_op_from_name("", &op);
+        case 17: return hidet_nccl_comm_wait(0, 0, -1.0);
+        case 18: return hidet_nccl_comm_wait(0, 0, NAN);
+        case 19: return hidet_nccl_comm_wait(0, 0, INFINITY);
+        case 20: return hidet_nccl_comm_wait(0, 0, -INFINITY);
+        case 21: return hidet_nccl_comm_set_error_policy(0, (hidet_nccl_error_policy_t)-1);
+        case 22: return hidet_nccl_comm_set_error_policy(0, HIDET_NCCL_NUM_ERROR_POLICIES);
+        case 23: return hidet_nccl_comm_set_error_policy(0, (hidet_nccl_error_policy_t)INT_MAX);
         default: return hidet_nccl_group_end();
     }
 }
 
 static const hostile_t k_cases[] = {
-    {"NULL name", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_dtype_name, 1},
-    {"NULL dtype/name", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_dtype_from_name, 2},
-    {"NULL bytes", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_dtype_size, 1},
-    {"NULL op name", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_op_name, 1},
-    {"NULL op/name", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_op_from_name, 2},
-    {"NULL reduction", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_reduction, 1},
-    {"NULL path", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_library_path, 1},
-    {"NULL version", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_nccl_version, 1},
-    {"NULL unique id", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_unique_id, 1},
-    {"NULL comm out", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_get_comm, 1},
-    {"NULL count", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_comm_count, 1},
-    {"NULL comms array", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_set_comms, 3},
-    {"NULL id / out to init_rank", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_init_rank, 2},
-    {"NULL ids to init_all", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_init_all, 1},
-    {"NULL new id", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_split, 1},
-    {"NULL query outputs", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_query, 4},
+    {"NULL name", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_dtype_name, 1, 0},
+    {"NULL dtype/name", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_dtype_from_name, 2, 0},
+    {"NULL bytes", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_dtype_size, 1, 0},
+    {"NULL op name", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_op_name, 1, 0},
+    {"NULL op/name", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_op_from_name, 2, 0},
+    {"NULL reduction", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_reduction, 1, 0},
+    {"NULL path", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_library_path, 1, 0},
+    {"NULL version", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_nccl_version, 1, 0},
+    {"NULL unique id", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_unique_id, 1, 0},
+    {"NULL comm out", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_get_comm, 1, 0},
+    {"NULL count", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_comm_count, 1, 0},
+    {"NULL comms array", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_set_comms, 3, 0},
+    {"NULL id / out to init_rank", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_init_rank, 2, 0},
+    {"NULL ids to init_all", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_init_all, 1, 0},
+    {"NULL new id", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_split, 1, 0},
+    {"NULL query outputs", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_query, 4, 0},
     {"NULL buffers", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_buffers, 3, 1},
-    {"NULL bootstrap arguments", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_bootstrap, 11},
-    {"bad communicator ids", HIDET_NCCL_ERROR_INVALID_COMM, bad_id, 8 * N_IDS},
+    {"NULL bootstrap arguments", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_bootstrap, 11, 0},
+    {"bad communicator ids", HIDET_NCCL_ERROR_INVALID_COMM, bad_id, 12 * N_IDS, 0},
     {"invalid enum values", HIDET_NCCL_ERROR_INVALID_ARGUMENT, bad_enum, 5 * N_ENUMS, 0},
     {"invalid enum values to all_reduce", HIDET_NCCL_ERROR_INVALID_ARGUMENT, bad_enum_all_reduce, N_ENUMS + N_DT, 1},
     {"byte sizes overflowing size_t", HIDET_NCCL_ERROR_INVALID_ARGUMENT, overflow, 2 * 11, 1},
@@ -193,7 +205,10 @@ static const hidet_nccl_status_t k_bad_values_expected[] = {
     HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
     HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
     HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
-    HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_USAGE,
+    HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+    HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+    HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+    HIDET_NCCL_ERROR_INVALID_USAGE,
 };
 #define N_BAD_VALUES (int)(sizeof k_bad_values_expected / sizeof k_bad_values_expected[0])
 
