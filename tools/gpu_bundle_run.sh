@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU suite of a bundle made by tools/make_gpu_bundle.sh, through both bootstraps.
-#   run.sh [NGPUS]     (default: every visible GPU)      logs: $LOG_DIR (default ./gpu_logs)
+#   run.sh [NGPUS [TEST...]]   (default: every visible GPU, every test)   logs: $LOG_DIR (./gpu_logs)
 # Ends with "N passed, N failed". Needs the NVIDIA driver, NCCL and Open MPI's mpirun.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -9,6 +9,8 @@ logs=${LOG_DIR:-$PWD/gpu_logs}
 mkdir -p "$logs"
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 n=${1:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
+shift $(($# > 0 ? 1 : 0))
+only=" $* "
 mpirun_args=(-np "$n" -x NCCL_NVLS_ENABLE --bind-to none)
 [ "$(id -u)" -eq 0 ] && mpirun_args+=(--allow-run-as-root)
 passed=0
@@ -16,6 +18,7 @@ failed=0
 run() { # name command...
     local name=$1
     shift
+    [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || return 0
     echo "=== $name: $*"
     local start=$(date +%s%N)
     if "$@" >"$logs/$name.log" 2>&1; then
@@ -26,13 +29,23 @@ run() { # name command...
         failed=$((failed + 1))
         echo "FAIL $name (exit $rc)"
     fi
-    grep -E "checks|ready|OK|WRONG|FAILED|sum over|Run Summary|tests |asserts |hidet_nccl:" "$logs/$name.log" | head -12
+    grep -E "checks|ready|OK|WRONG|FAILED|sum over|Run Summary|tests |asserts |hidet_nccl:|replays|back-to-back|x init|error .* after|returned|peer_death|CG on" \
+        "$logs/$name.log" | head -16
 }
-run all_reduce_gpu_test "$bin/all_reduce_gpu_test"
-run mpi_gpu_test mpirun "${mpirun_args[@]}" "$bin/mpi_gpu_test"
-run launcher_gpu_test "$bin/hidet-nccl-run" -n "$n" --tag-output "$bin/launcher_gpu_test"
+launch=("$bin/hidet-nccl-run" -n "$n" --tag-output)
 run hello_all_reduce "$bin/hello_all_reduce"
 run mpi_all_reduce mpirun "${mpirun_args[@]}" "$bin/mpi_all_reduce"
-run file_all_reduce "$bin/hidet-nccl-run" -n "$n" --tag-output "$bin/file_all_reduce"
+run file_all_reduce "${launch[@]}" "$bin/file_all_reduce"
+run cg_solve "${launch[@]}" "$bin/cg_solve"
+for bootstrap in mpi file; do
+    for mode in kill absent; do
+        run "peer_death_${bootstrap}_$mode" "$here/peer_death.sh" "$bootstrap" "$mode" "$bin" "$n"
+    done
+done
+run all_reduce_gpu_test "$bin/all_reduce_gpu_test"
+run mpi_gpu_test mpirun "${mpirun_args[@]}" "$bin/mpi_gpu_test"
+run launcher_gpu_test "${launch[@]}" "$bin/launcher_gpu_test"
+run suite_gpu_test_mpi mpirun "${mpirun_args[@]}" "$bin/suite_gpu_test_mpi"
+run suite_gpu_test_file "${launch[@]}" "$bin/suite_gpu_test_file"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -11,9 +11,14 @@ targets=(
     //tests:all_reduce_gpu_test
     //tests:mpi_gpu_test
     //tests:launcher_gpu_test
+    //tests:suite_gpu_test_mpi
+    //tests:suite_gpu_test_file
+    //tests:peer_death_gpu_test_mpi
+    //tests:peer_death_gpu_test_file
     //examples:hello_all_reduce
     //examples:mpi_all_reduce
     //examples:file_all_reduce
+    //examples:cg_solve
     //tools:hidet-nccl-run
     //tools:hidet-nccl-bench
 )
@@ -25,5 +30,6 @@ for t in "${targets[@]}"; do
     cp "bazel-bin/${path/://}" "$dest/bin/"
 done
 cp tools/gpu_bundle_run.sh "$dest/run.sh"
-chmod +x "$dest/run.sh"
+cp tests/gpu/peer_death.sh "$dest/peer_death.sh"
+chmod +x "$dest/run.sh" "$dest/peer_death.sh"
 echo "bundle in $dest: $(ls "$dest/bin" | tr '\n' ' ')"

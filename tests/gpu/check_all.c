@@ -7,6 +7,8 @@
 
 #include "tests/gpu/reference.h"
 
+/* The inputs and results for a count are the prefixes of those for the largest count, so
+ * each dtype x op pair fills its host buffers once (pinned: 2^28 elements are gigabytes). */
 hn_check_result_t hn_check_every_dtype_op(int comm_id, const size_t *counts, int ncounts) {
     hn_check_result_t res = {0, 0, 0, 0};
     int rank = -1, nranks = 0;
@@ -18,15 +20,15 @@ hn_check_result_t hn_check_every_dtype_op(int comm_id, const size_t *counts, int
     }
     size_t max_count = 0;
     for (int c = 0; c < ncounts; c++) max_count = counts[c] > max_count ? counts[c] : max_count;
-    size_t bytes = max_count * 16; /* complex128 */
-    void *send = NULL, *recv = NULL;
-    cudaStream_t stream;
-    unsigned char *in = malloc(bytes), *out = malloc(bytes), *want = malloc(bytes);
-    if (!in || !out || !want || cudaMalloc(&send, bytes) != cudaSuccess || cudaMalloc(&recv, bytes) != cudaSuccess ||
-        cudaStreamCreate(&stream) != cudaSuccess) {
+    size_t bytes = max_count * 16 + 16; /* complex128, and one element past the end */
+    void *send = NULL, *recv = NULL, *in = NULL, *out = NULL, *want = NULL;
+    cudaStream_t stream = NULL;
+    if (cudaMallocHost(&in, bytes) != cudaSuccess || cudaMallocHost(&out, bytes) != cudaSuccess ||
+        cudaMallocHost(&want, bytes) != cudaSuccess || cudaMalloc(&send, bytes) != cudaSuccess ||
+        cudaMalloc(&recv, bytes) != cudaSuccess || cudaStreamCreate(&stream) != cudaSuccess) {
         fprintf(stderr, "check: cannot allocate %zu bytes\n", bytes);
         res.errors++;
-        return res;
+        goto out;
     }
     for (int d = 0; d < HIDET_NCCL_NUM_DTYPES; d++) {
         for (int op = 0; op < HIDET_NCCL_NUM_OPS; op++) {
@@ -39,13 +41,16 @@ hn_check_result_t hn_check_every_dtype_op(int comm_id, const size_t *counts, int
                     res.errors++;
                 continue;
             }
+            size_t elem = hn_ref_elem_size(red.nccl_dtype);
+            hn_ref_fill((hidet_nccl_dtype_t)d, (hidet_nccl_op_t)op, rank, max_count * red.count_multiplier, in);
+            hn_ref_expected((hidet_nccl_dtype_t)d, (hidet_nccl_op_t)op, nranks, max_count * red.count_multiplier,
+                            want);
             for (int c = 0; c < ncounts; c++) {
                 for (int in_place = 0; in_place < 2; in_place++) {
                     size_t n = counts[c] * red.count_multiplier;
-                    size_t nb = n * hn_ref_elem_size(red.nccl_dtype);
-                    hn_ref_fill((hidet_nccl_dtype_t)d, (hidet_nccl_op_t)op, rank, n, in);
+                    size_t nb = n * elem;
                     cudaMemcpy(in_place ? recv : send, in, nb, cudaMemcpyHostToDevice);
-                    if (!in_place) cudaMemset(recv, 0xA5, nb);
+                    if (!in_place) cudaMemset(recv, 0xA5, nb + elem); /* and one past: must stay */
                     hidet_nccl_status_t st = hidet_nccl_all_reduce(comm_id, in_place ? recv : send, recv, counts[c],
                                                                    (hidet_nccl_dtype_t)d, (hidet_nccl_op_t)op, stream);
                     if (st != HIDET_NCCL_SUCCESS || cudaStreamSynchronize(stream) != cudaSuccess) {
@@ -53,9 +58,13 @@ hn_check_result_t hn_check_every_dtype_op(int comm_id, const size_t *counts, int
                         res.errors++;
                         continue;
                     }
-                    cudaMemcpy(out, recv, nb, cudaMemcpyDeviceToHost);
-                    hn_ref_expected((hidet_nccl_dtype_t)d, (hidet_nccl_op_t)op, nranks, n, want);
+                    cudaMemcpy(out, recv, nb + (in_place ? 0 : elem), cudaMemcpyDeviceToHost);
                     size_t bad = hn_ref_first_difference((hidet_nccl_dtype_t)d, (hidet_nccl_op_t)op, out, want, n);
+                    if (bad == (size_t)-1 && !in_place) {
+                        static const unsigned char poison[16] = {0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5,
+                                                                 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5};
+                        if (memcmp((unsigned char *)out + nb, poison, elem) != 0) bad = n; /* wrote past count */
+                    }
                     res.checked++;
                     if (bad != (size_t)-1) {
                         const char *dn, *on;
@@ -69,11 +78,12 @@ hn_check_result_t hn_check_every_dtype_op(int comm_id, const size_t *counts, int
             }
         }
     }
+out:
     cudaFree(send);
     cudaFree(recv);
-    cudaStreamDestroy(stream);
-    free(in);
-    free(out);
-    free(want);
+    if (stream) cudaStreamDestroy(stream);
+    cudaFreeHost(in);
+    cudaFreeHost(out);
+    cudaFreeHost(want);
     return res;
 }

@@ -56,12 +56,26 @@ static int64_t value(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, int rank, siz
     return 1 + flip;
 }
 
+/* value() has period 2 in i: the first `done` elements are repeated up to n by doubling
+ * copies, so that 2^28 elements cost a few memcpy, not 2^28 conversions. */
+#define PERIOD 2
+static void repeat(void *out, size_t elem, size_t done, size_t n) {
+    unsigned char *p = out;
+    while (done < n) {
+        size_t m = done < n - done ? done : n - done;
+        memcpy(p + done * elem, p, m * elem);
+        done += m;
+    }
+}
+
 void hn_ref_fill(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, int rank, size_t n, void *out) {
     ncclDataType_t t = nccl_type(dtype, op);
-    for (size_t i = 0; i < n; i++) {
+    size_t first = n < PERIOD ? n : PERIOD;
+    for (size_t i = 0; i < first; i++) {
         int64_t v = value(dtype, op, rank, i);
         store(t, (double)v, v, out, i);
     }
+    repeat(out, hn_ref_elem_size(t), first, n);
 }
 
 static uint64_t wrap(ncclDataType_t t, uint64_t x) {
@@ -77,7 +91,8 @@ static int64_t as_signed(ncclDataType_t t, uint64_t x) {
 
 void hn_ref_expected(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, int nranks, size_t n, void *out) {
     ncclDataType_t t = nccl_type(dtype, op);
-    for (size_t i = 0; i < n; i++) {
+    size_t first = n < PERIOD ? n : PERIOD;
+    for (size_t i = 0; i < first; i++) {
         if (is_float(t)) {
             double acc = (double)value(dtype, op, 0, i);
             for (int r = 1; r < nranks; r++) {
@@ -104,6 +119,7 @@ void hn_ref_expected(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, int nranks, s
             acc = is_signed_int(t) ? (uint64_t)(as_signed(t, acc) / nranks) : acc / (uint64_t)nranks;
         store(t, 0, (int64_t)acc, out, i);
     }
+    repeat(out, hn_ref_elem_size(t), first, n);
 }
 
 size_t hn_ref_first_difference(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, const void *a, const void *b,

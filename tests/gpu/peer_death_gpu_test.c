@@ -1,0 +1,145 @@
+/* A peer that dies, or never arrives, on GPUs: no hang, an error within the deadline.
+ * Built twice: peer_death_gpu_test_mpi (MPI bootstrap) and peer_death_gpu_test_file
+ * (shared-file bootstrap); run by tests/gpu/peer_death.sh.
+ *   peer_death_gpu_test kill T    all_reduce + hidet_nccl_comm_wait(T s) in a loop; the last
+ *                                 rank SIGKILLs itself at iteration 200; every other rank
+ *                                 must get an error from a wait within T + 5 s of its last
+ *                                 good one, find the id dead, still use its other
+ *                                 communicator, finalize, and exit 0
+ *   peer_death_gpu_test absent T  the last rank never calls init; the others must get
+ *                                 an error from init within T + 5 s (HIDET_NCCL_TIMEOUT=T)
+ * The surviving ranks print "peer_death: OK" or "peer_death: FAILED". */
+#include <cuda_runtime_api.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hidet_nccl/bootstrap.h"
+#ifdef HN_SUITE_MPI
+#include <mpi.h>
+
+#include "hidet_nccl/bootstrap_mpi.h"
+#define BOOTSTRAP "MPI"
+static MPI_Comm g_copy;
+static hidet_nccl_status_t start(int *id) { return hidet_nccl_mpi_comm_init(g_copy, NULL, id); }
+#else
+#define BOOTSTRAP "file"
+static hidet_nccl_status_t start(int *id) { return hidet_nccl_init(id); }
+#endif
+
+static int g_failed;
+#define EXPECT(cond, what)                                                                              \
+    do {                                                                                                \
+        if (!(cond)) {                                                                                  \
+            g_failed = 1;                                                                               \
+            fprintf(stderr, "FAILED %s (%s): last error: %s\n", what, #cond, hidet_nccl_last_error()); \
+        }                                                                                               \
+    } while (0)
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int env_int(const char *a, const char *b) {
+    const char *v = getenv(a) ? getenv(a) : getenv(b);
+    return v ? atoi(v) : -1;
+}
+
+static void killed_peer(double timeout) {
+    int id = -1, solo = -1, rank = -1, size = 0;
+    if (start(&id) != HIDET_NCCL_SUCCESS) {
+        fprintf(stderr, "init: %s\n", hidet_nccl_last_error());
+        g_failed = 1;
+        return;
+    }
+    hidet_nccl_comm_rank(id, &rank);
+    hidet_nccl_comm_size(id, &size);
+    EXPECT(hidet_nccl_comm_split(id, rank, 0, &solo) == HIDET_NCCL_SUCCESS, "a one-rank communicator");
+    const size_t n = 1u << 20;
+    float *buf;
+    cudaStream_t s;
+    cudaMalloc((void **)&buf, n * sizeof *buf);
+    cudaMemset(buf, 0, n * sizeof *buf);
+    cudaStreamCreate(&s);
+    double last_ok = now();
+    for (int i = 0; i < 100000; i++) {
+        if (rank == size - 1 && i == 200) {
+            printf("rank %d: SIGKILL to myself after 200 all_reduces\n", rank);
+            fflush(stdout);
+            raise(SIGKILL);
+        }
+        hidet_nccl_status_t st = hidet_nccl_all_reduce(id, buf, buf, n, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s);
+        if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl_comm_wait(id, s, timeout);
+        if (st == HIDET_NCCL_SUCCESS) {
+            last_ok = now();
+            continue;
+        }
+        double took = now() - last_ok;
+        printf("rank %d: iteration %d: error %.3f s after the last good wait (deadline %.1f s): %s: %s\n", rank, i,
+               took, timeout, hidet_nccl_status_string(st), hidet_nccl_last_error());
+        EXPECT(st == HIDET_NCCL_ERROR_TIMEOUT || st == HIDET_NCCL_ERROR_NCCL, "the error status");
+        EXPECT(took <= timeout + 5, "detected within the deadline + 5 s");
+        int x;
+        EXPECT(hidet_nccl_comm_rank(id, &x) == HIDET_NCCL_ERROR_INVALID_COMM &&
+                   strstr(hidet_nccl_last_error(), "aborted") != NULL,
+               "the aborted id is dead");
+        EXPECT(hidet_nccl_all_reduce(solo, buf, buf + 1, 1, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s) ==
+                       HIDET_NCCL_SUCCESS &&
+                   hidet_nccl_comm_wait(solo, s, timeout) == HIDET_NCCL_SUCCESS,
+               "the other communicator still works");
+        double t = now();
+        EXPECT(hidet_nccl_finalize() == HIDET_NCCL_SUCCESS, "finalize");
+        printf("rank %d: finalize after the abort took %.3f s\n", rank, now() - t);
+        printf("rank %d: peer_death (kill, %s bootstrap): %s, detected in %.3f s\n", rank, BOOTSTRAP,
+               g_failed ? "FAILED" : "OK", took);
+        return;
+    }
+    g_failed = 1;
+    printf("rank %d: peer_death: FAILED: no error after 100000 all_reduces\n", rank);
+}
+
+static void absent_peer(double timeout) {
+    int rank = env_int("HIDET_NCCL_RANK", "OMPI_COMM_WORLD_RANK");
+    int size = env_int("HIDET_NCCL_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE");
+    if (rank == size - 1) {
+        printf("rank %d: never calling init\n", rank);
+        fflush(stdout);
+        usleep((useconds_t)((timeout + 3) * 1e6));
+        return;
+    }
+    int id = -1;
+    double t = now();
+    hidet_nccl_status_t st = start(&id);
+    double took = now() - t;
+    printf("rank %d: init returned %s after %.3f s (deadline %.1f s): %s\n", rank, hidet_nccl_status_string(st), took,
+           timeout, hidet_nccl_last_error());
+    EXPECT(st == HIDET_NCCL_ERROR_TIMEOUT, "init times out");
+    EXPECT(took <= timeout + 5, "within the deadline + 5 s");
+    EXPECT(hidet_nccl_finalize() == HIDET_NCCL_SUCCESS, "finalize");
+    printf("rank %d: peer_death (absent, %s bootstrap): %s, detected in %.3f s\n", rank, BOOTSTRAP,
+           g_failed ? "FAILED" : "OK", took);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || (strcmp(argv[1], "kill") != 0 && strcmp(argv[1], "absent") != 0)) {
+        fprintf(stderr, "usage: %s kill|absent TIMEOUT_S\n", argv[0]);
+        return 2;
+    }
+    double timeout = atof(argv[2]);
+    setenv("HIDET_NCCL_TIMEOUT", argv[2], 1);
+#ifdef HN_SUITE_MPI
+    MPI_Init(&argc, &argv);
+    MPI_Comm_dup(MPI_COMM_WORLD, &g_copy); /* the bootstrap's: a rank missing from it leaves the world usable */
+#endif
+    if (strcmp(argv[1], "kill") == 0) killed_peer(timeout);
+    else absent_peer(timeout);
+#ifdef HN_SUITE_MPI
+    MPI_Finalize();
+#endif
+    return g_failed;
+}
