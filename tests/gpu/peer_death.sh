@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Peer failure on GPUs through one bootstrap:  peer_death.sh mpi|file kill|absent BIN_DIR [N]
+# Peer failure on GPUs through one bootstrap:  peer_death.sh mpi|file kill|policy|absent BIN_DIR [N]
 # Runs BIN_DIR/peer_death_gpu_test_<bootstrap> with N ranks (default 2) so that the failing
 # rank does not take the others down (mpirun --enable-recovery, hidet-nccl-run --keep-going)
-# and passes when every surviving rank printed "peer_death (...): OK".
+# and passes when every surviving rank printed "peer_death (...): OK" (policy: when every
+# surviving rank printed its failure and aborted itself under the ABORT_PROCESS policy).
 set -u
 bootstrap=$1 mode=$2 bin=$3 n=${4:-2}
 timeout_s=5
@@ -21,6 +22,10 @@ fi
 rc=$?
 cat "$out"
 [ "$rc" -eq 124 ] && { echo "peer_death.sh: HUNG (killed after 120 s)"; exit 1; }
-ok=$(grep -c "peer_death (.*): OK" "$out")
+if [ "$mode" = policy ]; then
+    ok=$(grep -c "has the error policy HIDET_NCCL_ON_ERROR_ABORT_PROCESS: aborting the process" "$out")
+else
+    ok=$(grep -c "peer_death (.*): OK" "$out")
+fi
 echo "peer_death.sh: $bootstrap $mode: $ok of $((n - 1)) surviving ranks OK (launcher exit $rc)"
 [ "$ok" -eq $((n - 1)) ] && ! grep -q "FAILED" "$out"

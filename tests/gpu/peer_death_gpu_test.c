@@ -6,6 +6,8 @@
  *                                 must get an error from a wait within T + 5 s of its last
  *                                 good one, find the id dead, still use its other
  *                                 communicator, finalize, and exit 0
+ *   peer_death_gpu_test policy T  as kill, with the error policy ABORT_PROCESS: every other
+ *                                 rank must print the failure and abort() itself
  *   peer_death_gpu_test absent T  the last rank never calls init; the others must get
  *                                 an error from init within T + 5 s (HIDET_NCCL_TIMEOUT=T)
  * The surviving ranks print "peer_death: OK" or "peer_death: FAILED". */
@@ -50,7 +52,7 @@ static int env_int(const char *a, const char *b) {
     return v ? atoi(v) : -1;
 }
 
-static void killed_peer(double timeout) {
+static void killed_peer(double timeout, int abort_process) {
     int id = -1, solo = -1, rank = -1, size = 0;
     if (start(&id) != HIDET_NCCL_SUCCESS) {
         fprintf(stderr, "init: %s\n", hidet_nccl_last_error());
@@ -60,6 +62,12 @@ static void killed_peer(double timeout) {
     hidet_nccl_comm_rank(id, &rank);
     hidet_nccl_comm_size(id, &size);
     EXPECT(hidet_nccl_comm_split(id, rank, 0, &solo) == HIDET_NCCL_SUCCESS, "a one-rank communicator");
+    if (abort_process) {
+        EXPECT(hidet_nccl_comm_set_error_policy(id, HIDET_NCCL_ON_ERROR_ABORT_PROCESS) == HIDET_NCCL_SUCCESS,
+               "the error policy");
+        printf("rank %d: error policy ABORT_PROCESS\n", rank);
+        fflush(stdout);
+    }
     const size_t n = 1u << 20;
     float *buf;
     cudaStream_t s;
@@ -80,6 +88,11 @@ static void killed_peer(double timeout) {
             continue;
         }
         double took = now() - last_ok;
+        if (abort_process) {
+            g_failed = 1;
+            printf("rank %d: peer_death: FAILED: the wait returned instead of aborting the process\n", rank);
+            return;
+        }
         printf("rank %d: iteration %d: error %.3f s after the last good wait (deadline %.1f s): %s: %s\n", rank, i,
                took, timeout, hidet_nccl_status_string(st), hidet_nccl_last_error());
         EXPECT(st == HIDET_NCCL_ERROR_TIMEOUT || st == HIDET_NCCL_ERROR_NCCL, "the error status");
@@ -126,8 +139,9 @@ static void absent_peer(double timeout) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3 || (strcmp(argv[1], "kill") != 0 && strcmp(argv[1], "absent") != 0)) {
-        fprintf(stderr, "usage: %s kill|absent TIMEOUT_S\n", argv[0]);
+    if (argc < 3 || (strcmp(argv[1], "kill") != 0 && strcmp(argv[1], "policy") != 0 &&
+                     strcmp(argv[1], "absent") != 0)) {
+        fprintf(stderr, "usage: %s kill|policy|absent TIMEOUT_S\n", argv[0]);
         return 2;
     }
     double timeout = atof(argv[2]);
@@ -136,8 +150,8 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_dup(MPI_COMM_WORLD, &g_copy); /* the bootstrap's: a rank missing from it leaves the world usable */
 #endif
-    if (strcmp(argv[1], "kill") == 0) killed_peer(timeout);
-    else absent_peer(timeout);
+    if (strcmp(argv[1], "absent") == 0) absent_peer(timeout);
+    else killed_peer(timeout, strcmp(argv[1], "policy") == 0);
 #ifdef HN_SUITE_MPI
     MPI_Finalize();
 #endif
