@@ -156,13 +156,13 @@ hidet_nccl_status_t hidet_nccl_get_comm(int idx, ncclComm_t *out);
 hidet_nccl_status_t hidet_nccl_comm_count(int *count);
 
 /* One rank of a communicator of nranks ranks on the current CUDA device, from an id that
- * rank 0 got from ncclGetUniqueId (hidet_nccl_get_unique_id) and shared. Created
- * non-blocking and awaited up to $HIDET_NCCL_TIMEOUT seconds (default 300); at the deadline
- * the communicator is aborted and HIDET_NCCL_ERROR_TIMEOUT returned. Once ready it is split
- * (NCCL 2.18+, sharing its resources) into a blocking communicator, which is what the id
- * names: NCCL enqueues collectives on a non-blocking one asynchronously, ~50 us each on
- * NCCL 2.28 (docs/benchmarks.md). HIDET_NCCL_NONBLOCKING=1 keeps the non-blocking one.
- * Inside a group (hidet_nccl_group_start) the communicator stays non-blocking. */
+ * rank 0 got from ncclGetUniqueId (hidet_nccl_get_unique_id) and shared. The communicator
+ * is NCCL-blocking (NCCL enqueues collectives on a non-blocking one through a new thread,
+ * ~50 us each on NCCL 2.28; docs/benchmarks.md); its init runs on a helper thread awaited up
+ * to $HIDET_NCCL_TIMEOUT seconds (default 300). At the deadline HIDET_NCCL_ERROR_TIMEOUT is
+ * returned and the helper is left inside NCCL (what it makes, if NCCL ever returns, is
+ * aborted). HIDET_NCCL_NONBLOCKING=1 makes NCCL-non-blocking communicators instead,
+ * abortable at any point; so does init inside a group (hidet_nccl_group_start). */
 hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id, int rank,
                                               int *comm_id);
 /* One process, ndev GPUs: a communicator of ndev ranks, rank i on devices[i] (devices NULL:
@@ -174,9 +174,10 @@ hidet_nccl_status_t hidet_nccl_get_unique_id(ncclUniqueId *id);
 /* Collective over comm_id's ranks (NCCL 2.18 or newer): ranks with the same color form a
  * new communicator, ordered by key then old rank. color HIDET_NCCL_SPLIT_NOCOLOR (NCCL's
  * NCCL_SPLIT_NOCOLOR) gives no communicator and *new_id = -1. Inside a group
- * (hidet_nccl_group_start/end) the new communicator is ready after group_end. The new
- * communicator is non-blocking (awaited against the deadline), so its small collectives
- * cost NCCL's asynchronous enqueue (~50 us on NCCL 2.28); large ones run at full speed. */
+ * (hidet_nccl_group_start/end) the new communicator is ready after group_end, and
+ * NCCL-non-blocking. Outside a group it is blocking, made like init's on a helper thread
+ * against the deadline; at the deadline the parent is still inside NCCL's split, so its
+ * id is made dead (left to the process exit) and HIDET_NCCL_ERROR_TIMEOUT returned. */
 #define HIDET_NCCL_SPLIT_NOCOLOR NCCL_SPLIT_NOCOLOR
 hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *new_id);
 
