@@ -7,6 +7,7 @@
  * The input is the variables' values, separated by NUL bytes, in the order of k_vars. */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +24,17 @@ static const char *const k_vars[] = {
 };
 #define N_VARS (sizeof k_vars / sizeof k_vars[0])
 
+/* "NAME=value" strings handed to putenv, one per variable, rewritten in place: setenv would
+ * keep a copy of every value ever set (glibc never frees them), and the fuzzer would run out
+ * of memory. */
+#define VALUE_MAX 256
+static char g_entries[N_VARS][64 + VALUE_MAX];
+
+static void set_var(size_t i, const char *value) {
+    snprintf(g_entries[i], sizeof g_entries[i], "%s=%.*s", k_vars[i], VALUE_MAX - 1, value);
+    putenv(g_entries[i]);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static char dir[] = "/tmp/hidet-nccl-env-fuzz-XXXXXX";
     static int made;
@@ -36,11 +48,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (p > end || *p == '\x01') { /* \x01: leave the variable unset */
             unsetenv(k_vars[i]);
         } else if (strcmp(k_vars[i], "HIDET_NCCL_RENDEZVOUS_DIR") == 0 && *p != '/') {
-            setenv(k_vars[i], dir, 1); /* a real directory, unless the input gives an absolute path */
+            set_var(i, dir); /* a real directory, unless the input gives an absolute path */
         } else if (strcmp(k_vars[i], "HIDET_NCCL_BOOTSTRAP") == 0 && strchr(p, '/') != NULL) {
-            setenv(k_vars[i], "file", 1); /* a path would dlopen whatever it names */
+            set_var(i, "file"); /* a path would dlopen whatever it names */
         } else {
-            setenv(k_vars[i], p, 1);
+            set_var(i, p);
         }
         if (p <= end) p += strlen(p) + 1;
     }
