@@ -6,22 +6,17 @@
 
 #include "hidet_nccl/bootstrap.h"
 #include "tests/gpu/check_all.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "tests/gpu/now.h"
 
 int main(void) {
-    double start = now();
+    double start = hn_now();
     int id = -1, second = -1, rank = -1, size = 0;
     if (hidet_nccl_init(&id) != HIDET_NCCL_SUCCESS || hidet_nccl_comm_rank(id, &rank) != HIDET_NCCL_SUCCESS ||
         hidet_nccl_comm_size(id, &size) != HIDET_NCCL_SUCCESS) {
         fprintf(stderr, "launcher_gpu_test: %s\n", hidet_nccl_last_error());
         return 1;
     }
-    double ready = now();
+    double ready = hn_now();
     if (rank == 0) printf("file bootstrap, %d ranks: hidet_nccl_init to ready communicator %.3f s\n", size, ready - start);
     const size_t counts[] = {1, 1001, (1u << 22) + 3};
     hn_check_result_t r = hn_check_every_dtype_op(id, counts, 3);

@@ -7,12 +7,7 @@
 
 #include "hidet_nccl/bootstrap_mpi.h"
 #include "tests/gpu/check_all.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "tests/gpu/now.h"
 
 static int report(const char *what, int rank, hn_check_result_t r) {
     int bad = r.wrong + r.errors, all_bad = 0, checked = 0;
@@ -25,9 +20,9 @@ static int report(const char *what, int rank, hn_check_result_t r) {
 }
 
 int main(int argc, char **argv) {
-    double start = now();
+    double start = hn_now();
     MPI_Init(&argc, &argv);
-    double after_mpi = now();
+    double after_mpi = hn_now();
     int world_rank, world_size, id = -1, failures = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
@@ -35,7 +30,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "rank %d: %s\n", world_rank, hidet_nccl_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    double ready = now();
+    double ready = hn_now();
     if (world_rank == 0)
         printf("MPI bootstrap, %d ranks: program start to ready communicator %.3f s (MPI_Init %.3f s, "
                "hidet_nccl_mpi_init %.3f s)\n",

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "hidet_nccl/bootstrap.h"
+#include "tests/gpu/now.h"
 #ifdef HN_SUITE_MPI
 #include <mpi.h>
 
@@ -40,12 +41,6 @@ static int g_failed;
             fprintf(stderr, "FAILED %s (%s): last error: %s\n", what, #cond, hidet_nccl_last_error()); \
         }                                                                                               \
     } while (0)
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int env_int(const char *a, const char *b) {
     const char *v = getenv(a) ? getenv(a) : getenv(b);
@@ -74,7 +69,7 @@ static void killed_peer(double timeout, int abort_process) {
     cudaMalloc((void **)&buf, n * sizeof *buf);
     cudaMemset(buf, 0, n * sizeof *buf);
     cudaStreamCreate(&s);
-    double last_ok = now();
+    double last_ok = hn_now();
     for (int i = 0; i < 100000; i++) {
         if (rank == size - 1 && i == 200) {
             printf("rank %d: SIGKILL to myself after 200 all_reduces\n", rank);
@@ -84,10 +79,10 @@ static void killed_peer(double timeout, int abort_process) {
         hidet_nccl_status_t st = hidet_nccl_all_reduce(id, buf, buf, n, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s);
         if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl_comm_wait(id, s, timeout);
         if (st == HIDET_NCCL_SUCCESS) {
-            last_ok = now();
+            last_ok = hn_now();
             continue;
         }
-        double took = now() - last_ok;
+        double took = hn_now() - last_ok;
         if (abort_process) {
             g_failed = 1;
             printf("rank %d: peer_death: FAILED: the wait returned instead of aborting the process\n", rank);
@@ -105,9 +100,9 @@ static void killed_peer(double timeout, int abort_process) {
                        HIDET_NCCL_SUCCESS &&
                    hidet_nccl_comm_wait(solo, s, timeout) == HIDET_NCCL_SUCCESS,
                "the other communicator still works");
-        double t = now();
+        double t = hn_now();
         EXPECT(hidet_nccl_finalize() == HIDET_NCCL_SUCCESS, "finalize");
-        printf("rank %d: finalize after the abort took %.3f s\n", rank, now() - t);
+        printf("rank %d: finalize after the abort took %.3f s\n", rank, hn_now() - t);
         printf("rank %d: peer_death (kill, %s bootstrap): %s, detected in %.3f s\n", rank, BOOTSTRAP,
                g_failed ? "FAILED" : "OK", took);
         return;
@@ -126,9 +121,9 @@ static void absent_peer(double timeout) {
         return;
     }
     int id = -1;
-    double t = now();
+    double t = hn_now();
     hidet_nccl_status_t st = start(&id);
-    double took = now() - t;
+    double took = hn_now() - t;
     printf("rank %d: init returned %s after %.3f s (deadline %.1f s): %s\n", rank, hidet_nccl_status_string(st), took,
            timeout, hidet_nccl_last_error());
     EXPECT(st == HIDET_NCCL_ERROR_TIMEOUT, "init times out");

@@ -22,6 +22,7 @@
 #include "hidet_nccl/bootstrap.h"
 #include "core/nccl_loader_int.h"
 #include "tests/gpu/check_all.h"
+#include "tests/gpu/now.h"
 #include "tests/gpu/reference.h"
 #ifdef HN_SUITE_MPI
 #include <mpi.h>
@@ -45,12 +46,6 @@ static int g_rank = -1, g_failed;
             fprintf(stderr, " (%s)\n", hidet_nccl_last_error());   \
         }                                                          \
     } while (0)
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void report(const char *what, hn_check_result_t r, int refused_expected) {
     printf("rank %d: %s: %d checks, %d wrong, %d errors, %d pairs refused\n", g_rank, what, r.checked, r.wrong,
@@ -153,7 +148,7 @@ static void check_mixed(int id) {
     cudaStream_t s;
     cudaStreamCreate(&s);
     int errors = 0;
-    double t0 = now();
+    double t0 = hn_now();
     for (int i = 0; i < MIXED_CALLS; i++) {
         pair_t *p = &pairs[i % np];
         p->last = 1 + (size_t)(i * 7919) % MIXED_MAX;
@@ -162,7 +157,7 @@ static void check_mixed(int id) {
             fprintf(stderr, "rank %d: call %d: %s\n", g_rank, i, hidet_nccl_last_error());
     }
     hidet_nccl_status_t st = hidet_nccl_comm_wait(id, s, 120);
-    double took = now() - t0;
+    double took = hn_now() - t0;
     EXPECT(st == HIDET_NCCL_SUCCESS, "wait for 10,000 all_reduces");
     int wrong = 0;
     for (int k = 0; k < np; k++) {
@@ -262,7 +257,7 @@ static int open_fds(void) {
 static double cycles(const char *what, void (*one)(int)) {
     double used[21] = {0}, first = 1e300, last = 1e300;
     int fds[21] = {0};
-    double t0 = now();
+    double t0 = hn_now();
     char trace[21 * 12] = "";
     for (int k = 1; k <= 20; k++) {
         one(k);
@@ -276,7 +271,7 @@ static double cycles(const char *what, void (*one)(int)) {
     }
     printf("rank %d: 20 x %s init/all_reduce/finalize in %.2f s: open fds %d after the 1st, %d after the 20th; "
            "device memory used after each cycle, MiB beyond the 1st:%s\n",
-           g_rank, what, now() - t0, fds[1], fds[20], trace);
+           g_rank, what, hn_now() - t0, fds[1], fds[20], trace);
     EXPECT(fds[20] <= fds[1], "%s: fds %d then %d", what, fds[1], fds[20]);
     return last - first;
 }
@@ -306,18 +301,18 @@ int main(int argc, char **argv) {
         return g_failed;
     }
     int id = -1, size = 0;
-    double t0 = now();
+    double t0 = hn_now();
     if (start(&id) != HIDET_NCCL_SUCCESS) {
         fprintf(stderr, "suite_gpu_test: init: %s\n", hidet_nccl_last_error());
         return 1;
     }
     hidet_nccl_comm_rank(id, &g_rank);
     hidet_nccl_comm_size(id, &size);
-    printf("rank %d: %s bootstrap, %d ranks, ready in %.3f s\n", g_rank, BOOTSTRAP, size, now() - t0);
+    printf("rank %d: %s bootstrap, %d ranks, ready in %.3f s\n", g_rank, BOOTSTRAP, size, hn_now() - t0);
     const size_t counts[] = {1, 2, 3, 7, 64, 1001, 65537, (1u << 20) + 1, (1u << 24) - 1, 1u << 28};
-    t0 = now();
+    t0 = hn_now();
     report("every dtype x op, counts 1 .. 2^28", hn_check_every_dtype_op(id, counts, 10), 19);
-    printf("rank %d: (%.1f s)\n", g_rank, now() - t0);
+    printf("rank %d: (%.1f s)\n", g_rank, hn_now() - t0);
     check_split(id);
     check_graph(id);
     check_mixed(id);
