@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/blocking_call_int.h"
 #include "core/error_int.h"
 #include "core/finalize_hooks_int.h"
 #include "core/log_int.h"
@@ -63,6 +64,10 @@ hidet_nccl_status_t hidet_nccl_finalize(void) {
         }
     }
     HN_INFO("finalize: %d owned communicators destroyed, %d borrowed dropped", released, count - released);
+    int stuck = hidet_nccl__blocking_calls_abandoned();
+    if (stuck > 0)
+        HN_WARN("finalize: %d NCCL init or split calls given up at their deadline are still inside NCCL on helper "
+                "threads; what they make, if they ever return, is aborted", stuck);
     free(slots);
     hidet_nccl__run_finalize_hooks();
     if (first != HIDET_NCCL_SUCCESS)
