@@ -22,6 +22,7 @@ check() { # name binary args...
 }
 check registry_test $bin/registry_test
 check args_test $bin/args_test
+check blocking_call_test $bin/blocking_call_test
 check loader_test $bin/loader_test
 check hostile_test $bin/hostile_test
 check bootstrap_plugin_test $bin/bootstrap_plugin_test $bin/plugin/libloopback_plugin.so $bin/plugin/libno_symbol_plugin.so

@@ -36,7 +36,7 @@ static void free_job(job_t *j) {
 static void *helper(void *p) {
     job_t *j = p;
     ncclResult_t r = ncclSystemError;
-    cudaError_t ce = cudaSetDevice(j->device); /* the device is per thread; NCCL uses the current one */
+    cudaError_t ce = j->device >= 0 ? cudaSetDevice(j->device) : cudaSuccess; /* per thread; NCCL uses it */
     if (ce == cudaSuccess) r = j->call.run(j->arg);
     pthread_mutex_lock(&j->lock);
     j->done = 1;
@@ -53,10 +53,8 @@ static void *helper(void *p) {
     return NULL;
 }
 
-hidet_nccl_status_t hidet_nccl__blocking_call(const hn_blocking_call_t *call, void *arg, size_t arg_size,
+hidet_nccl_status_t hidet_nccl__blocking_call(const hn_blocking_call_t *call, void *arg, size_t arg_size, int device,
                                               double timeout_s, const char *what, ncclResult_t *result) {
-    int device;
-    HN_CHECK(hidet_nccl__current_device(&device));
     job_t *j = calloc(1, sizeof *j + arg_size);
     if (j == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %s", what);
     j->call = *call;

@@ -20,10 +20,11 @@ typedef struct {
     void (*late)(void *arg, ncclResult_t result);
 } hn_blocking_call_t;
 
-/* Runs call->run on a copy of arg (arg_size bytes), copied back when the call returns in
+/* Runs call->run on a copy of arg (arg_size bytes) on a helper thread with `device` current
+ * (-1: the helper's device is left alone), the copy copied back when the call returns in
  * time; *result is then its ncclResult_t. HIDET_NCCL_ERROR_TIMEOUT, with a message naming
  * `what`, when it has not returned within timeout_s. */
-hidet_nccl_status_t hidet_nccl__blocking_call(const hn_blocking_call_t *call, void *arg, size_t arg_size,
+hidet_nccl_status_t hidet_nccl__blocking_call(const hn_blocking_call_t *call, void *arg, size_t arg_size, int device,
                                               double timeout_s, const char *what, ncclResult_t *result);
 
 /* Helpers left behind by a deadline that are still inside NCCL. */

@@ -78,8 +78,8 @@ hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *id, in
     if (hidet_nccl__want_blocking() && hidet_nccl__group_depth() == 0) {
         init_job_t job = {n, NULL, *id, nranks, rank};
         ncclResult_t r;
-        HN_CHECK(hidet_nccl__blocking_call(&(hn_blocking_call_t){run_init, late_init}, &job, sizeof job, timeout,
-                                           what, &r));
+        HN_CHECK(hidet_nccl__blocking_call(&(hn_blocking_call_t){run_init, late_init}, &job, sizeof job, device,
+                                           timeout, what, &r));
         if (r != ncclSuccess) return init_failed(n, r, nranks, rank, job.comm);
         comm = job.comm;
     } else {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "core/blocking_call_int.h"
+#include "core/cuda_int.h"
 #include "core/dtype_int.h"
 #include "core/error_int.h"
 #include "core/registry_int.h"
@@ -35,8 +36,10 @@ static hidet_nccl_status_t split_blocking(const hn_nccl_t *n, int comm_id, ncclC
                                           double timeout, const char *what, int *new_id) {
     split_job_t job = {n, parent, NULL, color, key};
     ncclResult_t r;
-    hidet_nccl_status_t st =
-        hidet_nccl__blocking_call(&(hn_blocking_call_t){run_split, late_split}, &job, sizeof job, timeout, what, &r);
+    int device;
+    HN_CHECK(hidet_nccl__current_device(&device));
+    hidet_nccl_status_t st = hidet_nccl__blocking_call(&(hn_blocking_call_t){run_split, late_split}, &job, sizeof job,
+                                                       device, timeout, what, &r);
     if (st == HIDET_NCCL_ERROR_TIMEOUT) {
         ncclComm_t dropped;
         int owned;

@@ -1,0 +1,93 @@
+/* The deadline around blocking NCCL calls (core/blocking_call.c), with stand-in calls that
+ * return at once, fail, or outlast the deadline: results and arguments come back, a call
+ * past the deadline is a timeout at the deadline (not when the call ends), and the call's
+ * `late` hook runs on the helper when it finally returns. */
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/blocking_call_int.h"
+#include "core/wait_int.h"
+#include "tests/cunit_runner.h"
+
+typedef struct {
+    int in, out;
+    useconds_t sleep_us;
+    ncclResult_t result;
+} job_t;
+
+static atomic_int g_late_calls, g_late_value;
+
+static ncclResult_t run(void *p) {
+    job_t *j = p;
+    if (j->sleep_us) usleep(j->sleep_us);
+    j->out = j->in * 2;
+    return j->result;
+}
+
+static void late(void *p, ncclResult_t r) {
+    job_t *j = p;
+    atomic_store(&g_late_value, j->out + (int)r);
+    atomic_fetch_add(&g_late_calls, 1);
+}
+
+static const hn_blocking_call_t k_call = {run, late};
+
+static void test_returns_in_time(void) {
+    job_t j = {21, 0, 0, ncclSuccess};
+    ncclResult_t r = ncclInternalError;
+    HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &j, sizeof j, -1, 5.0, "a quick call", &r),
+                     HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(r, ncclSuccess);
+    CU_ASSERT_EQUAL(j.out, 42); /* the helper's copy came back */
+    CU_ASSERT_EQUAL(atomic_load(&g_late_calls), 0);
+}
+
+static void test_nccl_error_comes_back(void) {
+    job_t j = {1, 0, 1000, ncclRemoteError};
+    ncclResult_t r = ncclSuccess;
+    HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &j, sizeof j, -1, 5.0, "a failing call", &r),
+                     HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(r, ncclRemoteError);
+    CU_ASSERT_EQUAL(j.out, 2);
+}
+
+static void test_deadline(void) {
+    job_t j = {5, 0, 600 * 1000, ncclSuccess}; /* 0.6 s against a 0.2 s deadline */
+    ncclResult_t r = ncclSuccess;
+    double start = hidet_nccl__now();
+    HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &j, sizeof j, -1, 0.2, "a stuck init of rank 3", &r),
+                     HIDET_NCCL_ERROR_TIMEOUT, "a stuck init of rank 3 did not return within 0.2 s");
+    double took = hidet_nccl__now() - start;
+    CU_ASSERT(took >= 0.2 && took < 0.5);
+    CU_ASSERT_EQUAL(j.out, 0); /* nothing written back after a timeout */
+    CU_ASSERT_EQUAL(hidet_nccl__blocking_calls_abandoned(), 1);
+    CU_ASSERT_EQUAL(atomic_load(&g_late_calls), 0);
+    for (int i = 0; i < 200 && atomic_load(&g_late_calls) == 0; i++) usleep(10 * 1000);
+    CU_ASSERT_EQUAL(atomic_load(&g_late_calls), 1); /* the helper cleaned up what it made */
+    CU_ASSERT_EQUAL(atomic_load(&g_late_value), 10);
+    for (int i = 0; i < 100 && hidet_nccl__blocking_calls_abandoned() != 0; i++) usleep(10 * 1000);
+    CU_ASSERT_EQUAL(hidet_nccl__blocking_calls_abandoned(), 0);
+}
+
+static void test_many_at_once(void) {
+    for (int k = 0; k < 200; k++) {
+        job_t j = {k, -1, 0, ncclSuccess};
+        ncclResult_t r;
+        HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &j, sizeof j, -1, 5.0, "call", &r), HIDET_NCCL_SUCCESS,
+                         NULL);
+        CU_ASSERT_EQUAL(j.out, 2 * k);
+    }
+}
+
+int main(void) {
+    static const hn_test_t tests[] = {
+        {"a call that returns in time gives its result and arguments back", test_returns_in_time},
+        {"an NCCL error of the call is its result", test_nccl_error_comes_back},
+        {"past the deadline: a timeout at the deadline, the late hook when the call returns", test_deadline},
+        {"200 calls in a row", test_many_at_once},
+        {NULL, NULL},
+    };
+    return hn_run_tests("blocking_call", tests);
+}
