@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Peer failure on GPUs through one bootstrap:  peer_death.sh mpi|file kill|policy|absent BIN_DIR [N]
+# Peer failure on GPUs through one bootstrap:  peer_death.sh mpi|file kill|policy|nosplit|absent BIN_DIR [N]
 # Runs BIN_DIR/peer_death_gpu_test_<bootstrap> with N ranks (default 2) so that the failing
 # rank does not take the others down (mpirun --enable-recovery, hidet-nccl-run --keep-going)
 # and passes when every surviving rank printed "peer_death (...): OK" (policy: when every

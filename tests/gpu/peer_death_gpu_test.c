@@ -8,6 +8,9 @@
  *                                 communicator, finalize, and exit 0
  *   peer_death_gpu_test policy T  as kill, with the error policy ABORT_PROCESS: every other
  *                                 rank must print the failure and abort() itself
+ *   peer_death_gpu_test nosplit T the last rank never calls hidet_nccl_comm_split; the others
+ *                                 must get HIDET_NCCL_ERROR_TIMEOUT from it within T + 5 s,
+ *                                 find the parent's id dead, finalize, and exit
  *   peer_death_gpu_test absent T  the last rank never calls init; the others must get
  *                                 an error from init within T + 5 s (HIDET_NCCL_TIMEOUT=T)
  * The surviving ranks print "peer_death: OK" or "peer_death: FAILED". */
@@ -111,6 +114,41 @@ static void killed_peer(double timeout, int abort_process) {
     printf("rank %d: peer_death: FAILED: no error after 100000 all_reduces\n", rank);
 }
 
+static void missing_split(double timeout) {
+    int id = -1, rank = -1, size = 0, child = -1;
+    if (start(&id) != HIDET_NCCL_SUCCESS) {
+        fprintf(stderr, "init: %s\n", hidet_nccl_last_error());
+        g_failed = 1;
+        return;
+    }
+    hidet_nccl_comm_rank(id, &rank);
+    hidet_nccl_comm_size(id, &size);
+    if (rank == size - 1) {
+        printf("rank %d: never calling split\n", rank);
+        fflush(stdout);
+        usleep((useconds_t)((timeout + 3) * 1e6));
+        EXPECT(hidet_nccl_finalize() == HIDET_NCCL_SUCCESS, "finalize of the rank that did not split");
+        return;
+    }
+    double t = hn_now();
+    hidet_nccl_status_t st = hidet_nccl_comm_split(id, 0, rank, &child);
+    double took = hn_now() - t;
+    printf("rank %d: split returned %s after %.3f s (deadline %.1f s): %s\n", rank, hidet_nccl_status_string(st),
+           took, timeout, hidet_nccl_last_error());
+    EXPECT(st == HIDET_NCCL_ERROR_TIMEOUT, "split times out");
+    EXPECT(took <= timeout + 5, "within the deadline + 5 s");
+    int x;
+    EXPECT(hidet_nccl_comm_rank(id, &x) == HIDET_NCCL_ERROR_INVALID_COMM &&
+               strstr(hidet_nccl_last_error(), "ncclCommSplit") != NULL,
+           "the parent's id is dead");
+    t = hn_now();
+    EXPECT(hidet_nccl_finalize() == HIDET_NCCL_SUCCESS, "finalize");
+    printf("rank %d: finalize took %.3f s\n", rank, hn_now() - t);
+    printf("rank %d: peer_death (nosplit, %s bootstrap): %s, detected in %.3f s\n", rank, BOOTSTRAP,
+           g_failed ? "FAILED" : "OK", took);
+    fflush(stdout);
+}
+
 static void absent_peer(double timeout) {
     int rank = env_int("HIDET_NCCL_RANK", "OMPI_COMM_WORLD_RANK");
     int size = env_int("HIDET_NCCL_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE");
@@ -135,8 +173,8 @@ static void absent_peer(double timeout) {
 
 int main(int argc, char **argv) {
     if (argc < 3 || (strcmp(argv[1], "kill") != 0 && strcmp(argv[1], "policy") != 0 &&
-                     strcmp(argv[1], "absent") != 0)) {
-        fprintf(stderr, "usage: %s kill|policy|absent TIMEOUT_S\n", argv[0]);
+                     strcmp(argv[1], "nosplit") != 0 && strcmp(argv[1], "absent") != 0)) {
+        fprintf(stderr, "usage: %s kill|policy|nosplit|absent TIMEOUT_S\n", argv[0]);
         return 2;
     }
     double timeout = atof(argv[2]);
@@ -146,6 +184,7 @@ int main(int argc, char **argv) {
     MPI_Comm_dup(MPI_COMM_WORLD, &g_copy); /* the bootstrap's: a rank missing from it leaves the world usable */
 #endif
     if (strcmp(argv[1], "absent") == 0) absent_peer(timeout);
+    else if (strcmp(argv[1], "nosplit") == 0) missing_split(timeout);
     else killed_peer(timeout, strcmp(argv[1], "policy") == 0);
 #ifdef HN_SUITE_MPI
     MPI_Finalize();
