@@ -135,8 +135,9 @@ typedef struct {
  *    $MPI_LOCALRANKID, $SLURM_LOCALID, $PMI_LOCAL_RANK, then the bootstrap's; modulo the
  *    visible devices. With an allgather, two ranks on one GPU of one host are an error.
  * 2. Rank 0 calls ncclGetUniqueId; the bootstrap broadcasts it (and rank 0's failure, if any).
- * 3. The communicator is created non-blocking and awaited until the deadline; then it is
- *    aborted and HIDET_NCCL_ERROR_TIMEOUT names what was awaited.
+ * 3. The communicator is created as hidet_nccl_comm_init_rank makes it (blocking, on a
+ *    helper thread awaited until the deadline); at the deadline HIDET_NCCL_ERROR_TIMEOUT
+ *    names what was awaited.
  * options may be NULL (defaults).
  */
 hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_nccl_init_options_t *options,

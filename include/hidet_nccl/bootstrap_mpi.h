@@ -2,12 +2,16 @@
  * The MPI bootstrap (libhidet_nccl_mpi.a; the only part of hidet-nccl that includes mpi.h).
  * Link: -lhidet_nccl_mpi -lhidet_nccl -lcudart -ldl -lpthread -lz, plus MPI (mpicc does).
  *
- * MPI etiquette: the caller's communicator is duplicated (MPI_Comm_dup), never used
+ * MPI etiquette: the caller's communicator is duplicated (MPI_Comm_idup), never used
  * directly. MPI is initialized (MPI_Init_thread, MPI_THREAD_SERIALIZED) only if the
  * application has not done it; an MPI the library initialized is finalized by
  * hidet_nccl_finalize() once no MPI bootstrap is left, and an MPI the application
  * initialized is never finalized by the library. The broadcast sends sizeof(ncclUniqueId)
- * bytes as MPI_BYTE (MPI_Ibcast, polled against the deadline, so it cannot hang forever).
+ * bytes as MPI_BYTE (MPI_Ibcast). Every collective step (the duplicate, the local rank, the
+ * broadcast) is non-blocking and polled against the deadline ($HIDET_NCCL_TIMEOUT), so a
+ * rank that never comes is HIDET_NCCL_ERROR_TIMEOUT, not a hang; the timed-out collective
+ * then stays pending on the caller's communicator (MPI cannot cancel it): give the
+ * bootstrap a copy of your communicator if the program must go on using it after that.
  */
 #ifndef HIDET_NCCL_BOOTSTRAP_MPI_H_
 #define HIDET_NCCL_BOOTSTRAP_MPI_H_
@@ -24,8 +28,8 @@ extern "C" {
 extern const hidet_nccl_bootstrap_v1_t hidet_nccl_bootstrap_mpi_v1;
 
 /* A bootstrap over comm's ranks (MPI_COMM_WORLD, or any intracommunicator such as a split
- * of it). Rank and size are comm's; the local rank comes from
- * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED). MPI_COMM_NULL is refused. */
+ * of it). Rank and size are comm's; the local rank counts the lower ranks on the same machine
+ * (kernel boot id and host name, by MPI_Iallgather). MPI_COMM_NULL is refused. */
 hidet_nccl_status_t hidet_nccl_bootstrap_mpi(MPI_Comm comm, hidet_nccl_bootstrap_h *out);
 
 /* A communicator over comm's ranks in one call (bootstrap, hidet_nccl_comm_init, bootstrap
