@@ -9,9 +9,9 @@
  * initialized is never finalized by the library. The broadcast sends sizeof(ncclUniqueId)
  * bytes as MPI_BYTE (MPI_Ibcast). Every collective step (the duplicate, the local rank, the
  * broadcast) is non-blocking and polled against the deadline ($HIDET_NCCL_TIMEOUT), so a
- * rank that never comes is HIDET_NCCL_ERROR_TIMEOUT, not a hang; the timed-out collective
- * then stays pending on the caller's communicator (MPI cannot cancel it): give the
- * bootstrap a copy of your communicator if the program must go on using it after that.
+ * rank that never comes is HIDET_NCCL_ERROR_TIMEOUT, not a hang. A timed-out MPI_Comm_idup
+ * stays pending on the caller's communicator (MPI cannot cancel it): give the bootstrap a
+ * copy of your communicator if the program must go on using it after that.
  */
 #ifndef HIDET_NCCL_BOOTSTRAP_MPI_H_
 #define HIDET_NCCL_BOOTSTRAP_MPI_H_
