@@ -35,10 +35,14 @@ static void set_var(size_t i, const char *value) {
     putenv(g_entries[i]);
 }
 
+static char g_dir[] = "/tmp/hidet-nccl-env-fuzz-XXXXXX";
+
+static void remove_dir(void) { rmdir(g_dir); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static char dir[] = "/tmp/hidet-nccl-env-fuzz-XXXXXX";
     static int made;
-    if (!made) made = mkdtemp(dir) != NULL;
+    if (!made && (made = mkdtemp(g_dir) != NULL)) atexit(remove_dir);
+    const char *dir = g_dir;
     char *copy = malloc(size + 1);
     if (copy == NULL) return 0;
     memcpy(copy, data, size);
