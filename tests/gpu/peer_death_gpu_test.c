@@ -50,15 +50,21 @@ static int env_int(const char *a, const char *b) {
     return v ? atoi(v) : -1;
 }
 
-static void killed_peer(double timeout, int abort_process) {
-    int id = -1, solo = -1, rank = -1, size = 0;
-    if (start(&id) != HIDET_NCCL_SUCCESS) {
+/* Init, and this rank's place in the communicator; 0 (and the test failed) if init failed. */
+static int start_ranked(int *id, int *rank, int *size) {
+    if (start(id) != HIDET_NCCL_SUCCESS) {
         fprintf(stderr, "init: %s\n", hidet_nccl_last_error());
         g_failed = 1;
-        return;
+        return 0;
     }
-    hidet_nccl_comm_rank(id, &rank);
-    hidet_nccl_comm_size(id, &size);
+    hidet_nccl_comm_rank(*id, rank);
+    hidet_nccl_comm_size(*id, size);
+    return 1;
+}
+
+static void killed_peer(double timeout, int abort_process) {
+    int id = -1, solo = -1, rank = -1, size = 0;
+    if (!start_ranked(&id, &rank, &size)) return;
     EXPECT(hidet_nccl_comm_split(id, rank, 0, &solo) == HIDET_NCCL_SUCCESS, "a one-rank communicator");
     if (abort_process) {
         EXPECT(hidet_nccl_comm_set_error_policy(id, HIDET_NCCL_ON_ERROR_ABORT_PROCESS) == HIDET_NCCL_SUCCESS,
@@ -116,13 +122,7 @@ static void killed_peer(double timeout, int abort_process) {
 
 static void missing_split(double timeout) {
     int id = -1, rank = -1, size = 0, child = -1;
-    if (start(&id) != HIDET_NCCL_SUCCESS) {
-        fprintf(stderr, "init: %s\n", hidet_nccl_last_error());
-        g_failed = 1;
-        return;
-    }
-    hidet_nccl_comm_rank(id, &rank);
-    hidet_nccl_comm_size(id, &size);
+    if (!start_ranked(&id, &rank, &size)) return;
     if (rank == size - 1) {
         printf("rank %d: never calling split\n", rank);
         fflush(stdout);
