@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/bootstrap_int.h"
 #include "core/error_int.h"
 #include "core/finalize_hooks_int.h"
 #include "core/log_int.h"
@@ -86,14 +86,13 @@ static hidet_nccl_status_t wait_request(MPI_Request *req, const mpi_state_t *s, 
         int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) return mpi_fail(msg, n, what, rc);
         if (done) return HIDET_NCCL_SUCCESS;
-        if (hidet_nccl__now() - start > timeout_s)
+        double waited = hidet_nccl__now() - start;
+        if (waited > timeout_s)
             return say(msg, n, HIDET_NCCL_ERROR_TIMEOUT,
                        "%s did not complete within %.1f s on rank %d of %d: a rank of the communicator has not "
                        "called it (or has died)",
                        what, timeout_s, s->rank, s->size);
-        struct timespec ts = {0, sleep_ns};
-        nanosleep(&ts, NULL);
-        if (sleep_ns < 100000) sleep_ns *= 2;
+        hidet_nccl__poll_pause(waited, 0, &sleep_ns, 100000);
     }
 }
 
@@ -273,21 +272,18 @@ const hidet_nccl_bootstrap_v1_t hidet_nccl_bootstrap_mpi_v1 = {
 };
 
 hidet_nccl_status_t hidet_nccl_bootstrap_mpi(MPI_Comm comm, hidet_nccl_bootstrap_h *out) {
+    HN_ENTER();
     return hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_mpi_v1, &comm, out);
 }
 
 hidet_nccl_status_t hidet_nccl_mpi_comm_init(MPI_Comm comm, const hidet_nccl_init_options_t *options, int *comm_id) {
+    HN_ENTER();
     hidet_nccl_bootstrap_h bs;
     HN_CHECK(hidet_nccl_bootstrap_mpi(comm, &bs));
-    hidet_nccl_status_t st = hidet_nccl_comm_init(bs, options, comm_id);
-    if (st != HIDET_NCCL_SUCCESS) {
-        char saved[4096];
-        snprintf(saved, sizeof saved, "%s", hidet_nccl_last_error());
-        hidet_nccl_bootstrap_destroy(bs);
-        hidet_nccl__enter("hidet_nccl_mpi_comm_init");
-        return hidet_nccl__fail(st, "hidet_nccl_mpi_comm_init", "%s", saved);
-    }
-    return hidet_nccl_bootstrap_destroy(bs);
+    return hidet_nccl__comm_init_then_release(bs, options, comm_id);
 }
 
-hidet_nccl_status_t hidet_nccl_mpi_init(int *comm_id) { return hidet_nccl_mpi_comm_init(MPI_COMM_WORLD, NULL, comm_id); }
+hidet_nccl_status_t hidet_nccl_mpi_init(int *comm_id) {
+    HN_ENTER();
+    return hidet_nccl_mpi_comm_init(MPI_COMM_WORLD, NULL, comm_id);
+}

@@ -38,7 +38,6 @@ hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, voi
     const char *dname = "?", *oname = "?";
     hidet_nccl_dtype_name(dtype, &dname);
     hidet_nccl_op_name(op, &oname);
-    hidet_nccl__enter(__func__); /* the name lookups above cleared nothing worth keeping */
     snprintf(call, sizeof call, "ncclAllReduce(communicator id %d, count %zu of %s, op %s)", comm_id, count, dname,
              oname);
     if (r != ncclInProgress)

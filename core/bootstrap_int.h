@@ -22,4 +22,10 @@ hidet_nccl_status_t hidet_nccl__bootstrap_broadcast(hidet_nccl_bootstrap_h bs, v
 hidet_nccl_status_t hidet_nccl__bootstrap_allgather(hidet_nccl_bootstrap_h bs, const void *send, void *recv,
                                                     size_t bytes, double timeout_s);
 
+/* hidet_nccl_comm_init over bs, then bs destroyed: the start of hidet_nccl_init and
+ * hidet_nccl_mpi_comm_init. When init fails its message is kept over the release's
+ * (core/comm_init_bootstrap.c). */
+hidet_nccl_status_t hidet_nccl__comm_init_then_release(hidet_nccl_bootstrap_h bs, const hidet_nccl_init_options_t *options,
+                                                       int *comm_id);
+
 #endif

@@ -60,7 +60,7 @@ hidet_nccl_status_t hidet_nccl_finalize(void) {
         released++;
         if (st != HIDET_NCCL_SUCCESS && first == HIDET_NCCL_SUCCESS) {
             first = st;
-            snprintf(first_message, sizeof first_message, "%s", hidet_nccl_last_error());
+            snprintf(first_message, sizeof first_message, "%s", hidet_nccl__error_detail());
         }
     }
     HN_INFO("finalize: %d owned communicators destroyed, %d borrowed dropped", released, count - released);

@@ -1,10 +1,8 @@
 /* Failures after init: hidet_nccl_comm_check, hidet_nccl_comm_wait, hidet_nccl_comm_abort,
  * and the per-communicator error policy they apply. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "core/cuda_int.h"
 #include "core/error_int.h"
@@ -114,9 +112,6 @@ hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, doubl
                          (void *)stream, timeout_s, comm_id, who);
             return hidet_nccl__comm_failed(comm_id, st, 1, "aborted by hidet_nccl_comm_wait at its deadline");
         }
-        if (waited < 50e-6) continue; /* a short collective: spin rather than oversleep */
-        struct timespec ts = {0, sleep_ns};
-        nanosleep(&ts, NULL);
-        if (sleep_ns < 1000000) sleep_ns *= 2; /* at most 1 ms late */
+        hidet_nccl__poll_pause(waited, 50e-6, &sleep_ns, 1000000); /* spin for a short collective; <= ~1 ms late */
     }
 }

@@ -103,3 +103,14 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
             size, device, hidet_nccl__now() - start, *comm_id);
     return HIDET_NCCL_SUCCESS;
 }
+
+hidet_nccl_status_t hidet_nccl__comm_init_then_release(hidet_nccl_bootstrap_h bs, const hidet_nccl_init_options_t *options,
+                                                       int *comm_id) {
+    hidet_nccl_status_t st = hidet_nccl_comm_init(bs, options, comm_id);
+    if (st == HIDET_NCCL_SUCCESS) return hidet_nccl_bootstrap_destroy(bs); /* a failed release has its message */
+    char saved[4096];
+    snprintf(saved, sizeof saved, "%s", hidet_nccl_last_error());
+    hidet_nccl_bootstrap_destroy(bs);
+    hidet_nccl__restore_error(saved); /* the init's failure, not the release's, is the story */
+    return st;
+}

@@ -14,9 +14,20 @@ hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *fun
 void hidet_nccl__append_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* At the start of every public call: clears the calling thread's message and names the
- * public function that later messages are attributed to. */
-void hidet_nccl__enter(const char *public_func);
-#define HN_ENTER() hidet_nccl__enter(__func__)
+ * public function that later messages are attributed to. A public function that the
+ * library calls from inside another keeps the outer one's name and message: the depth is
+ * undone when the function returns (the cleanup attribute, GCC and Clang). */
+int hidet_nccl__enter(const char *public_func);
+void hidet_nccl__leave(int *entered);
+#define HN_ENTER() \
+    int hn_entered_ __attribute__((cleanup(hidet_nccl__leave), unused)) = hidet_nccl__enter(__func__)
+
+/* The calling thread's message without its "hidet_nccl: <function>: " prefix. */
+const char *hidet_nccl__error_detail(void);
+
+/* Puts back a message saved from hidet_nccl_last_error(), after calls that may have
+ * replaced it (a release after the failure that is the story). */
+void hidet_nccl__restore_error(const char *saved);
 
 #define HN_FAIL(status, ...) hidet_nccl__fail((status), __func__, __VA_ARGS__)
 

@@ -9,6 +9,8 @@
 
 static _Thread_local char g_message[MESSAGE_BYTES];
 static _Thread_local const char *g_public_func;
+static _Thread_local int g_depth;          /* public calls under way in this thread */
+static _Thread_local size_t g_prefix_len;  /* of "hidet_nccl: <function>: " in g_message */
 
 static const char *const k_status_names[HIDET_NCCL_NUM_STATUS] = {
     [HIDET_NCCL_SUCCESS] = "success",
@@ -31,9 +33,26 @@ const char *hidet_nccl_status_string(hidet_nccl_status_t status) {
 
 const char *hidet_nccl_last_error(void) { return g_message; }
 
-void hidet_nccl__enter(const char *public_func) {
-    g_message[0] = '\0';
-    g_public_func = public_func;
+int hidet_nccl__enter(const char *public_func) {
+    if (g_depth++ == 0) {
+        g_message[0] = '\0';
+        g_prefix_len = 0;
+        g_public_func = public_func;
+    }
+    return 1;
+}
+
+void hidet_nccl__leave(int *entered) {
+    (void)entered;
+    if (g_depth > 0) g_depth--;
+}
+
+const char *hidet_nccl__error_detail(void) {
+    return g_prefix_len < strlen(g_message) ? g_message + g_prefix_len : g_message;
+}
+
+void hidet_nccl__restore_error(const char *saved) {
+    if (saved != g_message) snprintf(g_message, sizeof g_message, "%s", saved);
 }
 
 hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *func,
@@ -43,7 +62,9 @@ hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *fun
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    snprintf(g_message, sizeof g_message, "hidet_nccl: %s: %s", g_public_func ? g_public_func : func, detail);
+    int n = snprintf(g_message, sizeof g_message, "hidet_nccl: %s: ", g_public_func ? g_public_func : func);
+    g_prefix_len = n > 0 && (size_t)n < sizeof g_message ? (size_t)n : 0;
+    snprintf(g_message + g_prefix_len, sizeof g_message - g_prefix_len, "%s", detail);
     return status;
 }
 

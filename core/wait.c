@@ -32,6 +32,13 @@ hidet_nccl_status_t hidet_nccl__timeout_seconds(double *seconds) {
     return HIDET_NCCL_SUCCESS;
 }
 
+void hidet_nccl__poll_pause(double waited, double spin_s, long *sleep_ns, long max_ns) {
+    if (waited < spin_s) return;
+    struct timespec ts = {0, *sleep_ns};
+    nanosleep(&ts, NULL);
+    if (*sleep_ns < max_ns) *sleep_ns *= 2;
+}
+
 static void abort_all(const hn_nccl_t *nccl, ncclComm_t *comms, int n) {
     for (int i = 0; i < n; i++) {
         if (comms[i] != NULL) {
@@ -75,9 +82,8 @@ hidet_nccl_status_t hidet_nccl__await(const hn_nccl_t *nccl, ncclComm_t *comms, 
             if (abort_on_failure) abort_all(nccl, comms, n);
             return st;
         }
-        if (waited < 200e-6) continue; /* a collective being enqueued: spin, a sleep costs ~50 us of timer slack */
-        struct timespec ts = {0, sleep_ns};
-        nanosleep(&ts, NULL);
-        if (sleep_ns < 100000) sleep_ns *= 2; /* at most 0.1 ms late: init time is what users wait for */
+        /* Spin 200 us for a collective being enqueued (a sleep costs ~50 us of timer slack), then
+         * sleep, at most ~0.1 ms late: init time is what users wait for. */
+        hidet_nccl__poll_pause(waited, 200e-6, &sleep_ns, 100000);
     }
 }

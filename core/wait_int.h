@@ -10,6 +10,11 @@ hidet_nccl_status_t hidet_nccl__timeout_seconds(double *seconds);
 /* Monotonic seconds. */
 double hidet_nccl__now(void);
 
+/* One pause of a polling loop that has waited `waited` seconds: none while under spin_s
+ * (what is awaited is probably about to be done), else a sleep of *sleep_ns, which then
+ * doubles while under max_ns. */
+void hidet_nccl__poll_pause(double waited, double spin_s, long *sleep_ns, long max_ns);
+
 /* Polls ncclCommGetAsyncError on comms[0..n-1] (NULL entries skipped) until none is
  * ncclInProgress. On an NCCL error or at the deadline, and if abort_on_failure, every
  * communicator of the list is aborted and its entry set to NULL. `what` names what is
