@@ -40,15 +40,19 @@ static size_t seal(uint8_t *out, size_t total) {
     return total;
 }
 
-size_t hn_bf_encode_hello(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world, uint32_t rank,
-                          const uint8_t nonce[HN_BF_NONCE]) {
-    size_t total = encode(out, cap, HN_BF_KIND_HELLO, key, seq, world, rank, HN_BF_NONCE);
+size_t hidet_nccl__bf_encode_hello(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
+                                   uint32_t rank, const uint8_t nonce[HN_BF_NONCE], const void *part,
+                                   uint32_t part_bytes) {
+    if (part_bytes > HN_BF_MAX_DATA) return 0;
+    size_t total = encode(out, cap, HN_BF_KIND_HELLO, key, seq, world, rank, HN_BF_NONCE + 4 + (size_t)part_bytes);
     if (total == 0) return 0;
     memcpy(out + HN_BF_HEADER, nonce, HN_BF_NONCE);
+    put32(out + HN_BF_HEADER + HN_BF_NONCE, part_bytes);
+    if (part_bytes) memcpy(out + HN_BF_HEADER + HN_BF_NONCE + 4, part, part_bytes);
     return seal(out, total);
 }
 
-size_t hn_bf_encode_announce(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
+size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                              uint32_t root, const void *data, uint32_t data_bytes, const uint8_t *nonces) {
     if (world > HN_BF_MAX_WORLD || data_bytes > HN_BF_MAX_DATA) return 0;
     size_t body = 4 + (size_t)data_bytes + (size_t)HN_BF_NONCE * world;
@@ -62,7 +66,7 @@ size_t hn_bf_encode_announce(uint8_t *out, size_t cap, const char *key, uint64_t
 
 #define WHY(...) (snprintf(why, why_bytes, __VA_ARGS__), -1)
 
-int hn_bf_parse(const uint8_t *buf, size_t len, hn_bf_msg_t *msg, char *why, size_t why_bytes) {
+int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *msg, char *why, size_t why_bytes) {
     if (len < HN_BF_HEADER + 4) return WHY("%zu bytes, shorter than a header (%d)", len, HN_BF_HEADER + 4);
     if (memcmp(buf, k_magic, sizeof k_magic) != 0) return WHY("not a hidet-nccl bootstrap file (wrong magic)");
     uint32_t version = get16(buf + 8);
@@ -89,8 +93,12 @@ int hn_bf_parse(const uint8_t *buf, size_t len, hn_bf_msg_t *msg, char *why, siz
     if (msg->rank >= msg->world_size) return WHY("rank %u is not below world size %u", msg->rank, msg->world_size);
     const uint8_t *b = buf + HN_BF_HEADER;
     if (msg->kind == HN_BF_KIND_HELLO) {
-        if (body != HN_BF_NONCE) return WHY("a hello of %u body bytes (expected %d)", body, HN_BF_NONCE);
+        if (body < HN_BF_NONCE + 4) return WHY("a hello of %u body bytes (at least %d)", body, HN_BF_NONCE + 4);
+        msg->data_bytes = get32(b + HN_BF_NONCE);
+        if ((size_t)body != HN_BF_NONCE + 4 + (size_t)msg->data_bytes)
+            return WHY("a hello of %u body bytes does not hold a nonce and %u part bytes", body, msg->data_bytes);
         msg->nonce = b;
+        msg->data = b + HN_BF_NONCE + 4;
         return 0;
     }
     if (msg->kind != HN_BF_KIND_ANNOUNCE) return WHY("unknown kind %d", msg->kind);
@@ -105,7 +113,7 @@ int hn_bf_parse(const uint8_t *buf, size_t len, hn_bf_msg_t *msg, char *why, siz
     return 0;
 }
 
-int hn_bf_expect(const hn_bf_msg_t *msg, int kind, const char *key, uint64_t seq, uint32_t world, uint32_t rank,
+int hidet_nccl__bf_expect(const hidet_nccl__bf_msg_t *msg, int kind, const char *key, uint64_t seq, uint32_t world, uint32_t rank,
                  char *why, size_t why_bytes) {
     if (msg->kind != kind) return WHY("a file of kind %d where kind %d was expected", msg->kind, kind);
     if (strcmp(msg->key, key) != 0) return WHY("job key '%s' (this job is '%s'): another job's file", msg->key, key);

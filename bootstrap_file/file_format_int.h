@@ -1,13 +1,14 @@
 /* Internal: the bytes of the shared-file bootstrap's files (docs/bootstrap_file.md).
- * Two kinds share one layout: a reader's HELLO (its random nonce) and the root's ANNOUNCE
- * (the broadcast bytes and every reader's nonce). Everything is little-endian:
+ * Two kinds share one layout: a reader's HELLO (its random nonce and, for an allgather, its
+ * part) and the root's ANNOUNCE (the bytes every rank gets and every reader's nonce).
+ * Everything is little-endian:
  *
- *   0  magic "HNCCLBF\0"       8  u16 format version (1)   10 u16 kind (1 hello, 2 announce)
+ *   0  magic "HNCCLBF\0"       8  u16 format version (2)   10 u16 kind (1 hello, 2 announce)
  *   12 u32 world size          16 u32 rank (hello: sender; announce: root)
  *   20 u32 body bytes          24 u64 sequence number      32 char key[64], NUL-padded
  *   96 body                    96+body: u32 crc32 (zlib) of bytes 0 .. 96+body
  *
- *   hello body:    nonce[16]
+ *   hello body:    nonce[16], u32 part bytes, part (0 bytes for a broadcast)
  *   announce body: u32 data bytes, data, then world size nonces of 16 bytes (root's is zero)
  */
 #ifndef HIDET_NCCL_BOOTSTRAP_FILE_FILE_FORMAT_INT_H_
@@ -16,14 +17,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HN_BF_VERSION 1
+#define HN_BF_VERSION 2
 #define HN_BF_KIND_HELLO 1
 #define HN_BF_KIND_ANNOUNCE 2
 #define HN_BF_HEADER 96
 #define HN_BF_KEY_BYTES 64
 #define HN_BF_NONCE 16
 #define HN_BF_MAX_WORLD 65536
-#define HN_BF_MAX_DATA 65536
+/* The most bytes an announce carries: an allgather of 8 MiB in all (a broadcast carries 64 KiB). */
+#define HN_BF_MAX_DATA (8 << 20)
 /* The largest file either kind can be. */
 #define HN_BF_MAX_FILE (HN_BF_HEADER + 4 + HN_BF_MAX_DATA + HN_BF_NONCE * HN_BF_MAX_WORLD + 4)
 
@@ -34,22 +36,23 @@ typedef struct {
     uint64_t seq;
     char key[HN_BF_KEY_BYTES + 1];
     const uint8_t *nonce;  /* hello: the sender's; announce: NULL */
-    const uint8_t *data;   /* announce only */
+    const uint8_t *data;   /* hello: the sender's part; announce: what every rank gets */
     uint32_t data_bytes;
     const uint8_t *nonces; /* announce only: world_size x 16 bytes */
-} hn_bf_msg_t;
+} hidet_nccl__bf_msg_t;
 
 /* Encodes into out (capacity cap); returns the length, or 0 if it does not fit. */
-size_t hn_bf_encode_hello(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world, uint32_t rank,
-                          const uint8_t nonce[HN_BF_NONCE]);
-size_t hn_bf_encode_announce(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
+size_t hidet_nccl__bf_encode_hello(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
+                                   uint32_t rank, const uint8_t nonce[HN_BF_NONCE], const void *part,
+                                   uint32_t part_bytes);
+size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                              uint32_t root, const void *data, uint32_t data_bytes, const uint8_t *nonces);
 
 /* Parses untrusted bytes. 0 and *msg (pointing into buf) if well formed; else -1 and why. */
-int hn_bf_parse(const uint8_t *buf, size_t len, hn_bf_msg_t *msg, char *why, size_t why_bytes);
+int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *msg, char *why, size_t why_bytes);
 
 /* 0 if msg is the expected kind for this job, round, world and rank; else -1 and why. */
-int hn_bf_expect(const hn_bf_msg_t *msg, int kind, const char *key, uint64_t seq, uint32_t world, uint32_t rank,
+int hidet_nccl__bf_expect(const hidet_nccl__bf_msg_t *msg, int kind, const char *key, uint64_t seq, uint32_t world, uint32_t rank,
                  char *why, size_t why_bytes);
 
 #endif

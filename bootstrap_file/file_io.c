@@ -12,7 +12,7 @@
 
 #define WHY(...) (snprintf(why, why_bytes, __VA_ARGS__), -1)
 
-int hn_bf_check_dir(const char *dir, char *why, size_t why_bytes) {
+int hidet_nccl__bf_check_dir(const char *dir, char *why, size_t why_bytes) {
     struct stat st;
     if (stat(dir, &st) != 0) return WHY("rendezvous directory %s: %s", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode)) return WHY("rendezvous directory %s is not a directory", dir);
@@ -23,7 +23,7 @@ int hn_bf_check_dir(const char *dir, char *why, size_t why_bytes) {
     return 0;
 }
 
-int hn_bf_read(const char *path, size_t min, size_t max, uint8_t **data, size_t *len, char *why, size_t why_bytes) {
+int hidet_nccl__bf_read(const char *path, size_t min, size_t max, uint8_t **data, size_t *len, char *why, size_t why_bytes) {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT) return 0;
@@ -70,10 +70,10 @@ int hn_bf_read(const char *path, size_t min, size_t max, uint8_t **data, size_t 
     return rc;
 }
 
-int hn_bf_publish(const char *path, const uint8_t *data, size_t len, char *why, size_t why_bytes) {
+int hidet_nccl__bf_publish(const char *path, const uint8_t *data, size_t len, char *why, size_t why_bytes) {
     char tmp[4096 + 64];
     uint32_t salt = 0;
-    if (hn_bf_random(&salt, sizeof salt, why, why_bytes) != 0) return -1;
+    if (hidet_nccl__bf_random(&salt, sizeof salt, why, why_bytes) != 0) return -1;
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%08x", path, (long)getpid(), salt) >= (int)sizeof tmp)
         return WHY("path %s is too long", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -94,7 +94,7 @@ int hn_bf_publish(const char *path, const uint8_t *data, size_t len, char *why, 
     return rc;
 }
 
-int hn_bf_random(void *out, size_t n, char *why, size_t why_bytes) {
+int hidet_nccl__bf_random(void *out, size_t n, char *why, size_t why_bytes) {
     size_t got = 0;
     while (got < n) {
         ssize_t r = getrandom((char *)out + got, n - got, 0);

@@ -7,19 +7,19 @@
 
 /* Refuses a directory that is missing, not a directory, or writable by others without the
  * sticky bit (anyone could then replace our files). 0, or -1 and why. */
-int hn_bf_check_dir(const char *dir, char *why, size_t why_bytes);
+int hidet_nccl__bf_check_dir(const char *dir, char *why, size_t why_bytes);
 
 /* Reads a whole file, opened with O_NOFOLLOW and checked with fstat: a regular file, owned
  * by this user, not writable by group or others, between min and max bytes.
  * 1: read (*data malloc'ed, caller frees); 0: no such file; -1: refused, why says so. */
-int hn_bf_read(const char *path, size_t min, size_t max, uint8_t **data, size_t *len, char *why, size_t why_bytes);
+int hidet_nccl__bf_read(const char *path, size_t min, size_t max, uint8_t **data, size_t *len, char *why, size_t why_bytes);
 
 /* Atomically puts data at path: a temporary file in the same directory created with
  * O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600 whatever the umask, written, fsync'ed, renamed
  * into place. 0, or -1 and why. */
-int hn_bf_publish(const char *path, const uint8_t *data, size_t len, char *why, size_t why_bytes);
+int hidet_nccl__bf_publish(const char *path, const uint8_t *data, size_t len, char *why, size_t why_bytes);
 
 /* n random bytes from the kernel. 0, or -1 and why. */
-int hn_bf_random(void *out, size_t n, char *why, size_t why_bytes);
+int hidet_nccl__bf_random(void *out, size_t n, char *why, size_t why_bytes);
 
 #endif

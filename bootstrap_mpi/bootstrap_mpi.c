@@ -8,11 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/bootstrap_int.h"
-#include "core/error_int.h"
-#include "core/finalize_hooks_int.h"
-#include "core/log_int.h"
-#include "core/wait_int.h"
+#include "core/kit.h"
 #include "hidet_nccl/bootstrap_mpi.h"
 
 typedef struct {
@@ -25,21 +21,11 @@ static int g_we_initialized; /* this library called MPI_Init_thread */
 static int g_live;           /* MPI bootstraps not yet finalized */
 static int g_finalize_asked; /* hidet_nccl_finalize ran while some were live */
 
-static hidet_nccl_status_t say(char *msg, size_t n, hidet_nccl_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static hidet_nccl_status_t say(char *msg, size_t n, hidet_nccl_status_t st, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, n, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
 static hidet_nccl_status_t mpi_fail(char *msg, size_t n, const char *call, int rc) {
     char s[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
     MPI_Error_string(rc, s, &len);
-    return say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "%s failed: %s (MPI error %d)", call, s, rc);
+    return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "%s failed: %s (MPI error %d)", call, s, rc);
 }
 
 /* MPI_Finalize, if this library initialized MPI and no MPI bootstrap is live. */
@@ -65,7 +51,7 @@ static hidet_nccl_status_t ensure_mpi(char *msg, size_t n) {
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
     if (finalized)
-        return say(msg, n, HIDET_NCCL_ERROR_INVALID_USAGE, "MPI is already finalized; MPI cannot be used again");
+        return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_USAGE, "MPI is already finalized; MPI cannot be used again");
     if (initialized) return HIDET_NCCL_SUCCESS;
     int provided = 0;
     int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
@@ -79,36 +65,28 @@ static hidet_nccl_status_t ensure_mpi(char *msg, size_t n) {
 /* Polls a non-blocking collective until done or the deadline. */
 static hidet_nccl_status_t wait_request(MPI_Request *req, const mpi_state_t *s, const char *what, double timeout_s,
                                         char *msg, size_t n) {
-    double start = hidet_nccl__now();
-    long sleep_ns = 1000;
+    hn_poll_t poll;
+    hidet_nccl__poll_begin(&poll, timeout_s, 0, 1000, 100000, 0);
     for (;;) {
         int done = 0;
         int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) return mpi_fail(msg, n, what, rc);
         if (done) return HIDET_NCCL_SUCCESS;
-        double waited = hidet_nccl__now() - start;
-        if (waited > timeout_s)
-            return say(msg, n, HIDET_NCCL_ERROR_TIMEOUT,
+        if (hidet_nccl__poll_expired(&poll))
+            return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_TIMEOUT,
                        "%s did not complete within %.1f s on rank %d of %d: a rank of the communicator has not "
                        "called it (or has died)",
                        what, timeout_s, s->rank, s->size);
-        hidet_nccl__poll_pause(waited, 0, &sleep_ns, 100000);
+        hidet_nccl__poll_pause(&poll);
     }
 }
 
-/* Every step of init is non-blocking and polled against the deadline, so that a rank that
- * never calls init is an error here rather than a hang. */
-static double init_timeout(void) {
-    double t;
-    return hidet_nccl__timeout_seconds(&t) == HIDET_NCCL_SUCCESS ? t : 300;
-}
-
 /* MPI_Comm_idup: our own communicator, whose collectives cannot mix with the application's. */
-static hidet_nccl_status_t dup_comm(MPI_Comm user, mpi_state_t *s, char *msg, size_t n) {
+static hidet_nccl_status_t dup_comm(MPI_Comm user, mpi_state_t *s, double timeout_s, char *msg, size_t n) {
     MPI_Request req;
     int rc = MPI_Comm_idup(user, &s->comm, &req);
     if (rc != MPI_SUCCESS) return mpi_fail(msg, n, "MPI_Comm_idup", rc);
-    hidet_nccl_status_t st = wait_request(&req, s, "MPI_Comm_idup", init_timeout(), msg, n);
+    hidet_nccl_status_t st = wait_request(&req, s, "MPI_Comm_idup", timeout_s, msg, n);
     if (st == HIDET_NCCL_SUCCESS) MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
     return st; /* on a timeout the request stays pending: MPI cannot cancel a collective */
 }
@@ -117,7 +95,7 @@ static hidet_nccl_status_t dup_comm(MPI_Comm user, mpi_state_t *s, char *msg, si
  * MPI_COMM_TYPE_SHARED gives, but polled): an MPI_Iallgather of the kernel's boot id and
  * the host name, which together name one machine even across containers. */
 #define NODE_KEY 128
-static hidet_nccl_status_t find_local_rank(mpi_state_t *s, char *msg, size_t n) {
+static hidet_nccl_status_t find_local_rank(mpi_state_t *s, double timeout_s, char *msg, size_t n) {
     char mine[NODE_KEY] = "";
     char boot[64] = "";
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
@@ -130,11 +108,11 @@ static hidet_nccl_status_t find_local_rank(mpi_state_t *s, char *msg, size_t n) 
     gethostname(host, sizeof host - 1);
     snprintf(mine, sizeof mine, "%s|%s", boot, host);
     char *all = calloc((size_t)s->size, NODE_KEY);
-    if (all == NULL) return say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d node names", s->size);
+    if (all == NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d node names", s->size);
     MPI_Request req;
     int rc = MPI_Iallgather(mine, NODE_KEY, MPI_BYTE, all, NODE_KEY, MPI_BYTE, s->comm, &req);
     hidet_nccl_status_t st = rc != MPI_SUCCESS ? mpi_fail(msg, n, "MPI_Iallgather", rc)
-                                               : wait_request(&req, s, "MPI_Iallgather of node names", init_timeout(),
+                                               : wait_request(&req, s, "MPI_Iallgather of node names", timeout_s,
                                                               msg, n);
     if (st == HIDET_NCCL_SUCCESS) {
         s->local_rank = s->local_size = 0;
@@ -148,10 +126,14 @@ static hidet_nccl_status_t find_local_rank(mpi_state_t *s, char *msg, size_t n) 
     return st;
 }
 
-static hidet_nccl_status_t mpi_init(const void *params, void **state, char *msg, size_t n) {
+/* Every step of init is non-blocking and polled against init's deadline (args->timeout_s),
+ * so that a rank that never calls init is an error here rather than a hang. The launcher's
+ * rank hints are not needed: MPI knows. */
+static hidet_nccl_status_t mpi_init(const void *params, const hidet_nccl_bootstrap_init_args_t *args, void **state,
+                                    char *msg, size_t n) {
     MPI_Comm user = params ? *(const MPI_Comm *)params : MPI_COMM_WORLD;
     if (user == MPI_COMM_NULL)
-        return say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+        return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                    "the MPI communicator is MPI_COMM_NULL (never created, or freed)");
     pthread_mutex_lock(&g_lock);
     hidet_nccl_status_t st = ensure_mpi(msg, n);
@@ -164,18 +146,18 @@ static hidet_nccl_status_t mpi_init(const void *params, void **state, char *msg,
     int inter = 0;
     int rc = MPI_Comm_test_inter(user, &inter);
     mpi_state_t *s = calloc(1, sizeof *s);
-    if (s == NULL) st = say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
+    if (s == NULL) st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
     else if (rc != MPI_SUCCESS) st = mpi_fail(msg, n, "MPI_Comm_test_inter (is the communicator valid?)", rc);
-    else if (inter) st = say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "an intercommunicator is not supported");
+    else if (inter) st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "an intercommunicator is not supported");
     else {
         MPI_Comm_rank(user, &s->rank);
         MPI_Comm_size(user, &s->size);
-        st = dup_comm(user, s, msg, n);
+        st = dup_comm(user, s, args->timeout_s, msg, n);
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
     MPI_Errhandler_free(&saved);
     if (st == HIDET_NCCL_SUCCESS) {
-        st = find_local_rank(s, msg, n);
+        st = find_local_rank(s, args->timeout_s, msg, n);
         if (st != HIDET_NCCL_SUCCESS) MPI_Comm_free(&s->comm);
     }
     if (st != HIDET_NCCL_SUCCESS) {
@@ -221,7 +203,7 @@ static hidet_nccl_status_t mpi_broadcast(void *state, void *buf, size_t bytes, i
     (void)tag; /* MPI keeps collectives apart by order */
     const mpi_state_t *s = state;
     unsigned char *stage = malloc(bytes ? bytes : 1);
-    if (stage == NULL) return say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %zu bytes", bytes);
+    if (stage == NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %zu bytes", bytes);
     memcpy(stage, buf, bytes);
     MPI_Request req;
     int rc = MPI_Ibcast(stage, (int)bytes, MPI_BYTE, root, s->comm, &req);
@@ -236,7 +218,7 @@ static hidet_nccl_status_t mpi_allgather(void *state, const void *send, void *re
     const mpi_state_t *s = state;
     size_t all = bytes * (size_t)s->size;
     unsigned char *stage = malloc(bytes + all ? bytes + all : 1);
-    if (stage == NULL) return say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %zu bytes", bytes + all);
+    if (stage == NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %zu bytes", bytes + all);
     memcpy(stage + all, send, bytes);
     MPI_Request req;
     int rc = MPI_Iallgather(stage + all, (int)bytes, MPI_BYTE, stage, (int)bytes, MPI_BYTE, s->comm, &req);
@@ -260,7 +242,7 @@ static hidet_nccl_status_t mpi_finalize(void *state, char *msg, size_t n) {
     return HIDET_NCCL_SUCCESS;
 }
 
-const hidet_nccl_bootstrap_v1_t hidet_nccl_bootstrap_mpi_v1 = {
+const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_mpi_v2 = {
     .name = "mpi",
     .api_version = HIDET_NCCL_BOOTSTRAP_API_VERSION,
     .init = mpi_init,
@@ -273,14 +255,12 @@ const hidet_nccl_bootstrap_v1_t hidet_nccl_bootstrap_mpi_v1 = {
 
 hidet_nccl_status_t hidet_nccl_bootstrap_mpi(MPI_Comm comm, hidet_nccl_bootstrap_h *out) {
     HN_ENTER();
-    return hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_mpi_v1, &comm, out);
+    return hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_mpi_v2, &comm, out);
 }
 
 hidet_nccl_status_t hidet_nccl_mpi_comm_init(MPI_Comm comm, const hidet_nccl_init_options_t *options, int *comm_id) {
     HN_ENTER();
-    hidet_nccl_bootstrap_h bs;
-    HN_CHECK(hidet_nccl_bootstrap_mpi(comm, &bs));
-    return hidet_nccl__comm_init_then_release(bs, options, comm_id);
+    return hidet_nccl__comm_init_over(&hidet_nccl_bootstrap_mpi_v2, &comm, options, comm_id);
 }
 
 hidet_nccl_status_t hidet_nccl_mpi_init(int *comm_id) {

@@ -4,6 +4,7 @@
 #include "core/cuda_int.h"
 #include "core/dtype_int.h"
 #include "core/error_int.h"
+#include "core/group_int.h"
 #include "core/health_int.h"
 #include "core/registry_int.h"
 #include "core/wait_int.h"

@@ -15,7 +15,7 @@ static hidet_nccl_status_t release(const hn_nccl_t *n, ncclComm_t comm, int id) 
     char what[96];
     snprintf(what, sizeof what, "ncclCommFinalize of communicator id %d", id);
     if (n->CommFinalize != NULL) {
-        double timeout;
+        double timeout = 300; /* a bad HIDET_NCCL_TIMEOUT must not keep a communicator alive */
         hidet_nccl_status_t st = hidet_nccl__timeout_seconds(&timeout);
         if (st != HIDET_NCCL_SUCCESS) timeout = 300;
         ncclResult_t r = n->CommFinalize(comm);
@@ -39,7 +39,7 @@ hidet_nccl_status_t hidet_nccl_comm_destroy(int comm_id) {
     HN_ENTER();
     ncclComm_t comm;
     int owned;
-    HN_CHECK(hidet_nccl__registry_remove(comm_id, &comm, &owned));
+    HN_CHECK(hidet_nccl__registry_kill(comm_id, NULL, &comm, &owned));
     if (!owned) return HIDET_NCCL_SUCCESS; /* borrowed: the caller destroys it */
     const hn_nccl_t *n = hidet_nccl__nccl_loaded(); /* an owned communicator implies a loaded NCCL */
     return release(n, comm, comm_id);

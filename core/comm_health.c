@@ -61,7 +61,7 @@ static hidet_nccl_status_t async_error(const hn_nccl_t *n, int id, ncclComm_t co
 hidet_nccl_status_t hidet_nccl_comm_check(int comm_id) {
     HN_ENTER();
     ncclComm_t comm;
-    HN_CHECK(hidet_nccl__registry_get(comm_id, &comm, NULL));
+    HN_CHECK(hidet_nccl__registry_lookup(comm_id, &comm, NULL, NULL));
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
     hidet_nccl_status_t st = async_error(n, comm_id, comm, "comm_check");
     if (st == HIDET_NCCL_SUCCESS) return st;
@@ -83,13 +83,13 @@ hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, doubl
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                        "timeout_s %g is not a positive number of seconds (or HIDET_NCCL_DEFAULT_TIMEOUT)", timeout_s);
     ncclComm_t comm;
-    HN_CHECK(hidet_nccl__registry_get(comm_id, &comm, NULL));
+    HN_CHECK(hidet_nccl__registry_lookup(comm_id, &comm, NULL, NULL));
     if (timeout_s == HIDET_NCCL_DEFAULT_TIMEOUT) HN_CHECK(hidet_nccl__timeout_seconds(&timeout_s));
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
     char what[96];
     snprintf(what, sizeof what, "comm_wait for the work queued on stream %p", (void *)stream);
-    double start = hidet_nccl__now();
-    long sleep_ns = 2000;
+    hn_poll_t poll; /* spin for a short collective; then at most ~1 ms late */
+    hidet_nccl__poll_begin(&poll, timeout_s, 50e-6, 2000, 1000000, 0);
     for (;;) {
         cudaError_t q = cudaStreamQuery(stream);
         /* Checked after the query: work that finished with an error is not taken as done. */
@@ -102,8 +102,7 @@ hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, doubl
             hidet_nccl__append_error("awaiting communicator id %d", comm_id);
             return hidet_nccl__comm_failed(comm_id, st, 0, "aborted after its stream failed in hidet_nccl_comm_wait");
         }
-        double waited = hidet_nccl__now() - start;
-        if (waited > timeout_s) {
+        if (hidet_nccl__poll_expired(&poll)) {
             char who[64];
             describe(n, comm, who, sizeof who);
             st = HN_FAIL(HIDET_NCCL_ERROR_TIMEOUT,
@@ -112,6 +111,6 @@ hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, doubl
                          (void *)stream, timeout_s, comm_id, who);
             return hidet_nccl__comm_failed(comm_id, st, 1, "aborted by hidet_nccl_comm_wait at its deadline");
         }
-        hidet_nccl__poll_pause(waited, 50e-6, &sleep_ns, 1000000); /* spin for a short collective; <= ~1 ms late */
+        hidet_nccl__poll_pause(&poll);
     }
 }

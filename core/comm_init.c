@@ -4,8 +4,10 @@
 #include <string.h>
 
 #include "core/blocking_call_int.h"
+#include "core/comm_init_int.h"
 #include "core/cuda_int.h"
 #include "core/error_int.h"
+#include "core/group_int.h"
 #include "core/log_int.h"
 #include "core/registry_int.h"
 #include "core/wait_int.h"
@@ -20,9 +22,11 @@ hidet_nccl_status_t hidet_nccl_get_unique_id(ncclUniqueId *id) {
     return HIDET_NCCL_SUCCESS;
 }
 
-int hidet_nccl__want_blocking(void) {
-    const char *v = getenv("HIDET_NCCL_NONBLOCKING");
-    return !(v != NULL && strcmp(v, "1") == 0);
+hidet_nccl_status_t hidet_nccl__want_blocking(int *blocking) {
+    int nonblocking = 0;
+    HN_CHECK(hidet_nccl__setting_int(HN_SETTING_NONBLOCKING, &nonblocking));
+    *blocking = !nonblocking;
+    return HIDET_NCCL_SUCCESS;
 }
 
 /* Starts one rank's init: blocking or non-blocking when NCCL has ncclCommInitRankConfig
@@ -75,7 +79,9 @@ hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *id, in
     snprintf(what, sizeof what, "ncclCommInitRank of rank %d of %d on device %d (all %d ranks must join)", rank,
              nranks, device, nranks);
     ncclComm_t comm = NULL;
-    if (hidet_nccl__want_blocking() && hidet_nccl__group_depth() == 0) {
+    int blocking;
+    HN_CHECK(hidet_nccl__want_blocking(&blocking));
+    if (blocking && hidet_nccl__group_depth() == 0) {
         init_job_t job = {n, NULL, *id, nranks, rank};
         ncclResult_t r;
         HN_CHECK(hidet_nccl__blocking_call(&(hn_blocking_call_t){run_init, late_init}, &job, sizeof job, device,
@@ -111,16 +117,8 @@ hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id
     return hidet_nccl__init_rank(nranks, id, rank, timeout, comm_id);
 }
 
-hidet_nccl_status_t hidet_nccl_comm_init_all(int ndev, const int *devices, int *comm_ids) {
-    HN_ENTER();
-    HN_CHECK_NOT_NULL(comm_ids);
-    if (ndev < 1) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "ndev %d is less than 1", ndev);
-    if (hidet_nccl__group_depth() > 0)
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE, "comm_init_all makes its own group; call it outside one");
-    double timeout;
-    HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
-    const hn_nccl_t *n;
-    HN_CHECK(hidet_nccl__nccl(&n));
+/* Every device non-negative, given once, and visible. */
+static hidet_nccl_status_t check_devices(int ndev, const int *devices) {
     for (int i = 0; i < ndev; i++) {
         int d = devices ? devices[i] : i;
         if (d < 0) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "device %d (rank %d) is negative", d, i);
@@ -132,33 +130,37 @@ hidet_nccl_status_t hidet_nccl_comm_init_all(int ndev, const int *devices, int *
     }
     int visible = 0;
     cudaError_t ce = cudaGetDeviceCount(&visible);
-    if (ce != cudaSuccess) return hidet_nccl__cuda_fail(__func__, "cudaGetDeviceCount", ce);
+    if (ce != cudaSuccess) return hidet_nccl__cuda_fail("hidet_nccl_comm_init_all", "cudaGetDeviceCount", ce);
     for (int i = 0; i < ndev; i++)
         if ((devices ? devices[i] : i) >= visible)
             return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "device %d (rank %d) is not one of the %d visible GPUs",
                            devices ? devices[i] : i, i, visible);
-    ncclComm_t *comms = calloc((size_t)ndev, sizeof *comms);
-    if (comms == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d communicators", ndev);
-    int saved_device = 0;
-    cudaGetDevice(&saved_device);
-    hidet_nccl_status_t st;
+    return HIDET_NCCL_SUCCESS;
+}
+
+static void abort_all(const hn_nccl_t *n, ncclComm_t *comms, int ndev) {
+    for (int i = 0; i < ndev; i++)
+        if (comms[i] != NULL) {
+            n->CommAbort(comms[i]);
+            comms[i] = NULL;
+        }
+}
+
+/* Every rank is in this call, so no rank can fail to arrive: one group of inits in this
+ * thread (blocking mode: ncclGroupEnd returns when all are ready), then awaited. On failure
+ * every communicator made is aborted. */
+static hidet_nccl_status_t init_group(const hn_nccl_t *n, int ndev, const int *devices, ncclComm_t *comms,
+                                      double timeout) {
+    int blocking;
+    HN_CHECK(hidet_nccl__want_blocking(&blocking));
     ncclUniqueId id;
     ncclResult_t r = n->GetUniqueId(&id);
-    if (r != ncclSuccess) {
-        st = hidet_nccl__nccl_fail(__func__, "ncclGetUniqueId", r, NULL);
-        goto out;
-    }
+    if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, "ncclGetUniqueId", r, NULL);
     r = n->GroupStart();
-    if (r != ncclSuccess) {
-        st = hidet_nccl__nccl_fail(__func__, "ncclGroupStart", r, NULL);
-        goto out;
-    }
-    /* Every rank is in this call, so no rank can fail to arrive: blocking mode initializes
-     * blocking in this thread (ncclGroupEnd returns when all are ready). */
-    int blocking = hidet_nccl__want_blocking();
-    st = HIDET_NCCL_SUCCESS;
+    if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, "ncclGroupStart", r, NULL);
+    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
     for (int i = 0; i < ndev && st == HIDET_NCCL_SUCCESS; i++) {
-        ce = cudaSetDevice(devices ? devices[i] : i);
+        cudaError_t ce = cudaSetDevice(devices ? devices[i] : i);
         if (ce != cudaSuccess) {
             st = hidet_nccl__cuda_fail(__func__, "cudaSetDevice", ce);
             break;
@@ -169,28 +171,56 @@ hidet_nccl_status_t hidet_nccl_comm_init_all(int ndev, const int *devices, int *
     r = n->GroupEnd();
     if (st == HIDET_NCCL_SUCCESS && r != ncclSuccess && r != ncclInProgress)
         st = hidet_nccl__nccl_fail(__func__, "ncclGroupEnd", r, NULL);
-    if (st == HIDET_NCCL_SUCCESS) {
-        char what[96];
-        snprintf(what, sizeof what, "ncclCommInitAll of %d GPUs", ndev);
-        st = hidet_nccl__await(n, comms, ndev, timeout, 1, what);
-    } else {
-        for (int i = 0; i < ndev; i++)
-            if (comms[i] != NULL) {
-                n->CommAbort(comms[i]);
-                comms[i] = NULL;
-            }
+    if (st != HIDET_NCCL_SUCCESS) {
+        abort_all(n, comms, ndev);
+        return st;
     }
-    for (int i = 0; i < ndev && st == HIDET_NCCL_SUCCESS; i++) {
-        st = hidet_nccl__registry_add(comms[i], 1, ndev, &comm_ids[i]);
-        if (st == HIDET_NCCL_SUCCESS) comms[i] = NULL;
+    char what[96];
+    snprintf(what, sizeof what, "ncclCommInitAll of %d GPUs", ndev);
+    return hidet_nccl__await(n, comms, ndev, timeout, 1, what); /* aborts them all on failure */
+}
+
+/* Registers every communicator, or none: on a failure the ids given so far are taken back
+ * and every communicator is destroyed. */
+static hidet_nccl_status_t register_all(const hn_nccl_t *n, int ndev, ncclComm_t *comms, int *comm_ids) {
+    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
+    int done = 0;
+    for (; done < ndev && st == HIDET_NCCL_SUCCESS; done++) {
+        st = hidet_nccl__registry_add(comms[done], 1, ndev, &comm_ids[done]);
+        if (st != HIDET_NCCL_SUCCESS) break;
     }
-    if (st != HIDET_NCCL_SUCCESS) { /* nothing half-made is left behind */
-        for (int i = 0; i < ndev; i++) {
-            if (comms[i] != NULL) n->CommDestroy(comms[i]);
-            comm_ids[i] = -1;
-        }
+    if (st == HIDET_NCCL_SUCCESS) return st;
+    for (int i = 0; i < done; i++) {
+        ncclComm_t c;
+        int owned;
+        hidet_nccl__registry_kill(comm_ids[i], "released: hidet_nccl_comm_init_all failed after giving it", &c, &owned);
     }
-out:
+    for (int i = 0; i < ndev; i++) {
+        n->CommDestroy(comms[i]);
+        comm_ids[i] = -1;
+    }
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl_comm_init_all(int ndev, const int *devices, int *comm_ids) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(comm_ids);
+    if (ndev < 1) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "ndev %d is less than 1", ndev);
+    if (hidet_nccl__group_depth() > 0)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE, "comm_init_all makes its own group; call it outside one");
+    double timeout;
+    HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
+    const hn_nccl_t *n;
+    HN_CHECK(hidet_nccl__nccl(&n));
+    HN_CHECK(check_devices(ndev, devices));
+    ncclComm_t *comms = calloc((size_t)ndev, sizeof *comms);
+    if (comms == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d communicators", ndev);
+    int saved_device = 0;
+    cudaGetDevice(&saved_device);
+    hidet_nccl_status_t st = init_group(n, ndev, devices, comms, timeout);
+    if (st == HIDET_NCCL_SUCCESS) st = register_all(n, ndev, comms, comm_ids); /* nothing half-made is left behind */
+    if (st != HIDET_NCCL_SUCCESS)
+        for (int i = 0; i < ndev; i++) comm_ids[i] = -1;
     cudaSetDevice(saved_device);
     free(comms);
     return st;

@@ -6,13 +6,12 @@
 #include <unistd.h>
 
 #include "core/bootstrap_int.h"
+#include "core/comm_init_int.h"
 #include "core/cuda_int.h"
 #include "core/device_select_int.h"
 #include "core/error_int.h"
 #include "core/log_int.h"
 #include "core/nccl_loader_int.h"
-#include "core/registry_int.h"
-#include "core/wait_int.h"
 
 /* What rank 0 broadcasts: the id, or why there is none. */
 typedef struct {
@@ -60,13 +59,9 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
     HN_CHECK_NOT_NULL(bs);
     HN_CHECK_NOT_NULL(comm_id);
     hidet_nccl_init_options_t opt = HIDET_NCCL_INIT_OPTIONS_INIT;
-    if (options != NULL) {
-        if (options->size < sizeof opt)
-            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
-                           "options->size is %zu, expected %zu: initialize options with HIDET_NCCL_INIT_OPTIONS_INIT",
-                           options->size, sizeof opt);
-        opt = *options;
-    }
+    char why[384];
+    if (options != NULL && hidet_nccl__copy_sized(&opt, sizeof opt, options, "options", why, sizeof why) != 0)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", why);
     double timeout = opt.timeout_s;
     if (!(timeout >= 0))
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "options->timeout_s %g is negative", opt.timeout_s);
@@ -80,7 +75,7 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
     HN_CHECK(hidet_nccl__nccl(&n));
     int device;
     HN_CHECK(hidet_nccl__select_device(opt.device, local_rank, &device));
-    if (bs->ops.allgather != NULL) HN_CHECK(check_placement(bs, rank, size, device, timeout));
+    HN_CHECK(check_placement(bs, rank, size, device, timeout));
 
     root_message_t m;
     memset(&m, 0, sizeof m);
@@ -113,4 +108,18 @@ hidet_nccl_status_t hidet_nccl__comm_init_then_release(hidet_nccl_bootstrap_h bs
     hidet_nccl_bootstrap_destroy(bs);
     hidet_nccl__restore_error(saved); /* the init's failure, not the release's, is the story */
     return st;
+}
+
+hidet_nccl_status_t hidet_nccl__comm_init_over(const hidet_nccl_bootstrap_t *ops, const void *params,
+                                               const hidet_nccl_init_options_t *options, int *comm_id) {
+    HN_CHECK_NOT_NULL(comm_id);
+    hidet_nccl_init_options_t opt = HIDET_NCCL_INIT_OPTIONS_INIT;
+    char why[384];
+    if (options != NULL && hidet_nccl__copy_sized(&opt, sizeof opt, options, "options", why, sizeof why) != 0)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", why);
+    if (!(opt.timeout_s >= 0))
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "options->timeout_s %g is negative", opt.timeout_s);
+    hidet_nccl_bootstrap_h bs;
+    HN_CHECK(hidet_nccl__bootstrap_create_timed(ops, params, opt.timeout_s, &bs));
+    return hidet_nccl__comm_init_then_release(bs, &opt, comm_id);
 }

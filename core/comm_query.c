@@ -8,7 +8,7 @@ typedef enum { QUERY_RANK, QUERY_SIZE, QUERY_DEVICE } query_t;
 static hidet_nccl_status_t query(const char *func, int comm_id, int *out, query_t what) {
     if (out == NULL) return hidet_nccl__fail(HIDET_NCCL_ERROR_INVALID_ARGUMENT, func, "output argument is NULL");
     ncclComm_t comm;
-    HN_CHECK(hidet_nccl__registry_get(comm_id, &comm, NULL));
+    HN_CHECK(hidet_nccl__registry_lookup(comm_id, &comm, NULL, NULL));
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));
     ncclResult_t r = what == QUERY_RANK   ? n->CommUserRank(comm, out)
@@ -38,5 +38,5 @@ hidet_nccl_status_t hidet_nccl_comm_is_owned(int comm_id, int *owned) {
     HN_ENTER();
     HN_CHECK_NOT_NULL(owned);
     ncclComm_t comm;
-    return hidet_nccl__registry_get(comm_id, &comm, owned);
+    return hidet_nccl__registry_lookup(comm_id, &comm, owned, NULL);
 }

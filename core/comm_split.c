@@ -4,8 +4,10 @@
 
 #include "core/blocking_call_int.h"
 #include "core/cuda_int.h"
-#include "core/dtype_int.h"
+#include "core/comm_init_int.h"
 #include "core/error_int.h"
+#include "core/group_int.h"
+#include "core/nccl_version_int.h"
 #include "core/registry_int.h"
 #include "core/wait_int.h"
 
@@ -72,7 +74,7 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                        "color %d is negative and not HIDET_NCCL_SPLIT_NOCOLOR (%d)", color, HIDET_NCCL_SPLIT_NOCOLOR);
     ncclComm_t parent;
-    HN_CHECK(hidet_nccl__registry_get(comm_id, &parent, NULL));
+    HN_CHECK(hidet_nccl__registry_lookup(comm_id, &parent, NULL, NULL));
     double timeout;
     HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
     const hn_nccl_t *n;
@@ -84,7 +86,9 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
                        hidet_nccl__version_patch(n->version), n->path);
     char what[128];
     snprintf(what, sizeof what, "ncclCommSplit of communicator id %d (color %d, key %d)", comm_id, color, key);
-    if (hidet_nccl__want_blocking() && hidet_nccl__group_depth() == 0)
+    int blocking;
+    HN_CHECK(hidet_nccl__want_blocking(&blocking));
+    if (blocking && hidet_nccl__group_depth() == 0)
         return split_blocking(n, comm_id, parent, color, key, timeout, what, new_id);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;

@@ -1,4 +1,4 @@
-/* Internal: choosing a rank's GPU (order in include/hidet_nccl/bootstrap.h). */
+/* Internal: choosing a rank's GPU (order in include/hidet_nccl/bootstrap.h; core/device_select.c). */
 #ifndef HIDET_NCCL_CORE_DEVICE_SELECT_INT_H_
 #define HIDET_NCCL_CORE_DEVICE_SELECT_INT_H_
 
@@ -7,8 +7,5 @@
 /* Picks and sets the device: requested >= 0, HIDET_NCCL_DEVICE_CURRENT, or AUTO (the
  * launchers' local-rank variables, then bootstrap_local_rank if >= 0), modulo the count. */
 hidet_nccl_status_t hidet_nccl__select_device(int requested, int bootstrap_local_rank, int *device);
-
-/* 1 and *out if s is a whole non-negative decimal integer (at most 2^30), else 0. */
-int hidet_nccl__parse_nonneg_int(const char *s, int *out);
 
 #endif

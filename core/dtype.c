@@ -4,6 +4,7 @@
 
 #include "core/dtype_int.h"
 #include "core/error_int.h"
+#include "core/nccl_version_int.h"
 
 #define NCCL_2_10 21000
 #define NCCL_2_24 22400
@@ -178,15 +179,6 @@ hidet_nccl_status_t hidet_nccl__plan(hidet_nccl_dtype_t dtype, hidet_nccl_op_t o
                        "count %zu of %s (%zu bytes each) overflows size_t", count, k_dtypes[dtype].name, size);
     *nccl_count = count * red->count_multiplier;
     return HIDET_NCCL_SUCCESS;
-}
-
-/* ncclGetVersion codes: X*1000+Y*100+Z up to 2.8, X*10000+Y*100+Z from 2.9. */
-int hidet_nccl__version_major(int code) { return code >= 10000 ? code / 10000 : code / 1000; }
-int hidet_nccl__version_minor(int code) { return code >= 10000 ? code / 100 % 100 : code / 100 % 10; }
-int hidet_nccl__version_patch(int code) { return code % 100; }
-int hidet_nccl__version_normalize(int code) {
-    return code >= 10000 ? code : hidet_nccl__version_major(code) * 10000 + hidet_nccl__version_minor(code) * 100 +
-                                      hidet_nccl__version_patch(code);
 }
 
 size_t hidet_nccl__nccl_type_size(ncclDataType_t t) {

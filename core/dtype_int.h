@@ -1,4 +1,4 @@
-/* Internal: the dtype x op table lookup used by all_reduce, and NCCL version codes. */
+/* Internal: the dtype x op table lookup used by all_reduce (core/dtype.c). */
 #ifndef HIDET_NCCL_CORE_DTYPE_INT_H_
 #define HIDET_NCCL_CORE_DTYPE_INT_H_
 
@@ -16,11 +16,5 @@ hidet_nccl_status_t hidet_nccl__plan(hidet_nccl_dtype_t dtype, hidet_nccl_op_t o
 
 /* Bytes of one element of an NCCL type. */
 size_t hidet_nccl__nccl_type_size(ncclDataType_t t);
-
-int hidet_nccl__version_major(int code);
-int hidet_nccl__version_minor(int code);
-int hidet_nccl__version_patch(int code);
-/* Any ncclGetVersion code as X*10000+Y*100+Z (2.8.4: 2804 -> 20804). */
-int hidet_nccl__version_normalize(int code);
 
 #endif

@@ -2,25 +2,16 @@
 #ifndef HIDET_NCCL_CORE_ERROR_INT_H_
 #define HIDET_NCCL_CORE_ERROR_INT_H_
 
-#include "hidet_nccl/hidet_nccl.h"
+#include "core/kit.h"
 
 /* Sets the calling thread's message to "hidet_nccl: <public function>: <formatted>" and
- * returns status. func names the function only when no public call is under way. */
+ * returns status. func names the function when no public call is under way (HN_ENTER). */
 hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *func,
                                      const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Appends "; <formatted>" to the calling thread's message (context from a caller). */
 void hidet_nccl__append_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* At the start of every public call: clears the calling thread's message and names the
- * public function that later messages are attributed to. A public function that the
- * library calls from inside another keeps the outer one's name and message: the depth is
- * undone when the function returns (the cleanup attribute, GCC and Clang). */
-int hidet_nccl__enter(const char *public_func);
-void hidet_nccl__leave(int *entered);
-#define HN_ENTER() \
-    int hn_entered_ __attribute__((cleanup(hidet_nccl__leave), unused)) = hidet_nccl__enter(__func__)
 
 /* The calling thread's message without its "hidet_nccl: <function>: " prefix. */
 const char *hidet_nccl__error_detail(void);

@@ -1,11 +1,10 @@
-/* Internal: work hidet_nccl_finalize() does for optional parts (e.g. the MPI archive
- * finalizing an MPI it initialized), registered by those parts. */
+/* Internal: running the work hidet_nccl_finalize() does for optional parts (e.g. the MPI
+ * archive finalizing an MPI it initialized), which those parts register with
+ * hidet_nccl__at_finalize (core/kit.h). */
 #ifndef HIDET_NCCL_CORE_FINALIZE_HOOKS_INT_H_
 #define HIDET_NCCL_CORE_FINALIZE_HOOKS_INT_H_
 
-/* Adds fn to run (once per registration, in order) at the end of every hidet_nccl_finalize.
- * Registering the same fn twice keeps one. At most 8 hooks. */
-void hidet_nccl__at_finalize(void (*fn)(void));
+#include "core/kit.h"
 
 /* Runs the hooks (core/comm_destroy.c calls it). */
 void hidet_nccl__run_finalize_hooks(void);

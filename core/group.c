@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "core/error_int.h"
+#include "core/group_int.h"
 #include "core/registry_int.h"
 #include "core/wait_int.h"
 

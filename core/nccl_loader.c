@@ -12,10 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/dtype_int.h"
 #include "core/error_int.h"
-#include "core/log_int.h"
 #include "core/nccl_loader_int.h"
+#include "core/nccl_version_int.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -152,7 +151,7 @@ static int try_python_prefix(const char *prefix, const char *what, searched_t *s
 /* The first python3 on PATH: its prefix as found (a venv's bin/python3 is a link to the
  * base interpreter, whose site-packages are not the venv's) and as resolved. */
 static int try_python_on_path(searched_t *s) {
-    const char *path_env = getenv("PATH");
+    const char *path_env = hidet_nccl__setting_str(HN_SETTING_PATH);
     if (path_env == NULL) return 0;
     char *copy = strdup(path_env);
     if (copy == NULL) return 0;
@@ -210,32 +209,32 @@ static int try_in_process(searched_t *s) {
 
 static hidet_nccl_status_t load_locked(void) {
     searched_t s = {{0}, 0};
-    const char *explicit_path = getenv("HIDET_NCCL_LIBRARY");
-    if (explicit_path != NULL && *explicit_path != '\0') {
+    const char *explicit_path = hidet_nccl__setting_str(HN_SETTING_LIBRARY);
+    if (explicit_path != NULL) {
         if (try_file(explicit_path, &s)) return HIDET_NCCL_SUCCESS;
         return HN_FAIL(HIDET_NCCL_ERROR_NCCL_NOT_FOUND,
                        "HIDET_NCCL_LIBRARY=%s could not be used; no other place is tried while it is set:%s",
                        explicit_path, s.text);
     }
     if (try_in_process(&s)) return HIDET_NCCL_SUCCESS;
-    const char *nccl_home = getenv("NCCL_HOME");
-    if (nccl_home != NULL && *nccl_home != '\0') {
+    const char *nccl_home = hidet_nccl__setting_str(HN_SETTING_NCCL_HOME);
+    if (nccl_home != NULL) {
         if (try_dir(nccl_home, "lib", &s) || try_dir(nccl_home, "lib64", &s)) return HIDET_NCCL_SUCCESS;
     } else {
         note(&s, "$NCCL_HOME: not set");
     }
-    const char *venv = getenv("VIRTUAL_ENV");
-    if (venv != NULL && *venv != '\0' && try_python_prefix(venv, "VIRTUAL_ENV", &s)) return HIDET_NCCL_SUCCESS;
-    const char *conda = getenv("CONDA_PREFIX");
-    if (conda != NULL && *conda != '\0' && try_python_prefix(conda, "CONDA_PREFIX", &s)) return HIDET_NCCL_SUCCESS;
-    const char *user_base = getenv("PYTHONUSERBASE");
+    const char *venv = hidet_nccl__setting_str(HN_SETTING_VIRTUAL_ENV);
+    if (venv != NULL && try_python_prefix(venv, "VIRTUAL_ENV", &s)) return HIDET_NCCL_SUCCESS;
+    const char *conda = hidet_nccl__setting_str(HN_SETTING_CONDA_PREFIX);
+    if (conda != NULL && try_python_prefix(conda, "CONDA_PREFIX", &s)) return HIDET_NCCL_SUCCESS;
+    const char *user_base = hidet_nccl__setting_str(HN_SETTING_PYTHONUSERBASE);
+    const char *home = hidet_nccl__setting_str(HN_SETTING_HOME);
     char user_prefix[PATH_MAX] = "";
-    if (user_base != NULL && *user_base != '\0') snprintf(user_prefix, sizeof user_prefix, "%s", user_base);
-    else if (getenv("HOME") != NULL) snprintf(user_prefix, sizeof user_prefix, "%s/.local", getenv("HOME"));
+    if (user_base != NULL) snprintf(user_prefix, sizeof user_prefix, "%s", user_base);
+    else if (home != NULL) snprintf(user_prefix, sizeof user_prefix, "%s/.local", home);
     if (*user_prefix && try_python_prefix(user_prefix, "user site", &s)) return HIDET_NCCL_SUCCESS;
     if (try_python_on_path(&s)) return HIDET_NCCL_SUCCESS;
-    const char *cuda_home = getenv("CUDA_HOME");
-    if (cuda_home == NULL || *cuda_home == '\0') cuda_home = "/usr/local/cuda";
+    const char *cuda_home = hidet_nccl__setting_str(HN_SETTING_CUDA_HOME); /* default /usr/local/cuda */
     if (try_dir(cuda_home, "lib64", &s) || try_dir(cuda_home, "lib", &s)) return HIDET_NCCL_SUCCESS;
     const char *const *sonames = hidet_nccl__system_sonames;
     for (size_t i = 0; sonames[i] != NULL; i++) {

@@ -9,9 +9,13 @@
 #include "core/nccl_loader_int.h"
 #include "core/registry_int.h"
 
+/* How a slot's communicator came: made by the library, or borrowed one at a time
+ * (comm_adopt) or as the seed's pool (set_comms, which replaces the pool). */
+typedef enum { KIND_OWNED, KIND_ADOPTED, KIND_POOL } kind_t;
+
 typedef struct {
     ncclComm_t comm;
-    int owned;
+    kind_t kind;
     int live;
     int pending; /* reserved by a split inside a group; filled at group_end */
     int nranks;  /* 0: unknown (borrowed) */
@@ -57,15 +61,20 @@ static hidet_nccl_status_t reserve_locked(int needed) {
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int *id) {
-    pthread_mutex_lock(&g_lock);
+static hidet_nccl_status_t add_locked(ncclComm_t comm, kind_t kind, int nranks, int *id) {
     hidet_nccl_status_t st = g_count == INT_MAX
                                  ? HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "the registry is full (%d ids)", g_count)
                                  : reserve_locked(g_count + 1);
     if (st == HIDET_NCCL_SUCCESS) {
-        g_slots[g_count] = (slot_t){comm, owned, 1, comm == NULL, nranks, HIDET_NCCL_ON_ERROR_RETURN, ""};
+        g_slots[g_count] = (slot_t){comm, kind, 1, comm == NULL, nranks, HIDET_NCCL_ON_ERROR_RETURN, ""};
         *id = g_count++;
     }
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int *id) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = add_locked(comm, owned ? KIND_OWNED : KIND_ADOPTED, nranks, id);
     pthread_mutex_unlock(&g_lock);
     return st;
 }
@@ -81,16 +90,12 @@ void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks) {
     pthread_mutex_unlock(&g_lock);
 }
 
-hidet_nccl_status_t hidet_nccl__registry_get(int id, ncclComm_t *comm, int *owned) {
-    return hidet_nccl__registry_lookup(id, comm, owned, NULL);
-}
-
 hidet_nccl_status_t hidet_nccl__registry_lookup(int id, ncclComm_t *comm, int *owned, int *nranks) {
     pthread_mutex_lock(&g_lock);
     hidet_nccl_status_t st = check_id_locked(id);
     if (st == HIDET_NCCL_SUCCESS) {
         *comm = g_slots[id].comm;
-        if (owned) *owned = g_slots[id].owned;
+        if (owned) *owned = g_slots[id].kind == KIND_OWNED;
         if (nranks) *nranks = g_slots[id].nranks;
     }
     pthread_mutex_unlock(&g_lock);
@@ -102,17 +107,13 @@ hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_
     hidet_nccl_status_t st = check_id_locked(id);
     if (st == HIDET_NCCL_SUCCESS) {
         *comm = g_slots[id].comm;
-        *owned = g_slots[id].owned;
+        *owned = g_slots[id].kind == KIND_OWNED;
         g_slots[id].live = 0;
         g_slots[id].comm = NULL;
         snprintf(g_slots[id].why, sizeof g_slots[id].why, "%s", why ? why : "");
     }
     pthread_mutex_unlock(&g_lock);
     return st;
-}
-
-hidet_nccl_status_t hidet_nccl__registry_remove(int id, ncclComm_t *comm, int *owned) {
-    return hidet_nccl__registry_kill(id, NULL, comm, owned);
 }
 
 hidet_nccl_status_t hidet_nccl__registry_policy(int id, hidet_nccl_error_policy_t *policy) {
@@ -146,7 +147,8 @@ hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *
     }
     int k = 0;
     for (int i = 0; i < g_count; i++)
-        if (g_slots[i].live && !g_slots[i].pending) out[k++] = (hn_registered_t){i, g_slots[i].owned, g_slots[i].comm};
+        if (g_slots[i].live && !g_slots[i].pending)
+            out[k++] = (hn_registered_t){i, g_slots[i].kind == KIND_OWNED, g_slots[i].comm};
     free(g_slots);
     g_slots = NULL;
     g_count = g_capacity = 0;
@@ -156,43 +158,102 @@ hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
-    HN_ENTER();
-    if (num_comms < 0)
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "num_comms %d is negative", num_comms);
+/* The live id holding comm, or -1. */
+static int find_locked(ncclComm_t comm) {
+    for (int i = 0; i < g_count; i++)
+        if (g_slots[i].live && !g_slots[i].pending && g_slots[i].comm == comm) return i;
+    return -1;
+}
+
+static const char *kind_name(kind_t k) {
+    return k == KIND_OWNED ? "owned by the library" : k == KIND_ADOPTED ? "adopted" : "in the set_comms pool";
+}
+
+/* No NULL, and no communicator twice. */
+static hidet_nccl_status_t check_pool(int num_comms, ncclComm_t *comms) {
+    if (num_comms < 0) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "num_comms %d is negative", num_comms);
     if (num_comms > 0 && comms == NULL)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms is NULL but num_comms is %d", num_comms);
-    for (int i = 0; i < num_comms; i++)
-        if (comms[i] == NULL)
-            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms[%d] of %d is NULL", i, num_comms);
+    for (int i = 0; i < num_comms; i++) {
+        if (comms[i] == NULL) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms[%d] of %d is NULL", i, num_comms);
+        for (int j = 0; j < i; j++)
+            if (comms[j] == comms[i])
+                return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                               "comms[%d] and comms[%d] are the same communicator (%p); each may be given once", j, i,
+                               (void *)comms[i]);
+    }
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
+    HN_ENTER();
+    HN_CHECK(check_pool(num_comms, comms));
     const hn_nccl_t *n; /* all_reduce on these needs the table */
     HN_CHECK(hidet_nccl__nccl(&n));
     pthread_mutex_lock(&g_lock);
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    for (int i = 0; i < g_count; i++) {
-        if (g_slots[i].live && g_slots[i].owned) {
-            st = HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
-                         "communicator id %d is owned by the library and live; set_comms would drop it "
-                         "(destroy it or call hidet_nccl_finalize first)", i);
-            break;
+    for (int i = 0; i < num_comms && st == HIDET_NCCL_SUCCESS; i++) {
+        int at = find_locked(comms[i]);
+        if (at >= 0 && g_slots[at].kind != KIND_POOL)
+            st = HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms[%d] (%p) is already communicator id %d (%s)", i,
+                         (void *)comms[i], at, kind_name(g_slots[at].kind));
+    }
+    if (st == HIDET_NCCL_SUCCESS) st = reserve_locked(g_count + num_comms);
+    if (st == HIDET_NCCL_SUCCESS) {
+        int others = 0; /* live ids that are not the old pool */
+        for (int i = 0; i < g_count; i++) {
+            if (g_slots[i].live && g_slots[i].kind == KIND_POOL) {
+                g_slots[i].live = 0;
+                g_slots[i].comm = NULL;
+                snprintf(g_slots[i].why, sizeof g_slots[i].why, "replaced by hidet_nccl_set_comms");
+            }
+            others += g_slots[i].live;
         }
-    }
-    if (st == HIDET_NCCL_SUCCESS) {
-        g_count = 0;
-        st = reserve_locked(num_comms);
-    }
-    if (st == HIDET_NCCL_SUCCESS) {
-        for (int i = 0; i < num_comms; i++) g_slots[i] = (slot_t){comms[i], 0, 1, 0, 0, HIDET_NCCL_ON_ERROR_RETURN, ""};
-        g_count = num_comms;
+        if (others == 0) g_count = 0; /* the seed's numbering: comms[i] is id i */
+        for (int i = 0; i < num_comms; i++)
+            g_slots[g_count + i] = (slot_t){comms[i], KIND_POOL, 1, 0, 0, HIDET_NCCL_ON_ERROR_RETURN, ""};
+        g_count += num_comms;
     }
     pthread_mutex_unlock(&g_lock);
     return st;
 }
 
+hidet_nccl_status_t hidet_nccl_comm_adopt(ncclComm_t comm, int *comm_id) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(comm);
+    HN_CHECK_NOT_NULL(comm_id);
+    const hn_nccl_t *n; /* collectives on it need the table */
+    HN_CHECK(hidet_nccl__nccl(&n));
+    pthread_mutex_lock(&g_lock);
+    int at = find_locked(comm);
+    hidet_nccl_status_t st =
+        at >= 0 ? HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                          "communicator %p is already registered as id %d (%s); use that id (hidet_nccl_comm_lookup)",
+                          (void *)comm, at, kind_name(g_slots[at].kind))
+                : add_locked(comm, KIND_ADOPTED, 0, comm_id);
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl_comm_lookup(ncclComm_t comm, int *comm_id) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(comm);
+    HN_CHECK_NOT_NULL(comm_id);
+    pthread_mutex_lock(&g_lock);
+    int at = find_locked(comm);
+    pthread_mutex_unlock(&g_lock);
+    if (at < 0)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM,
+                       "communicator %p is not registered (give it with hidet_nccl_comm_adopt or hidet_nccl_set_comms)",
+                       (void *)comm);
+    *comm_id = at;
+    return HIDET_NCCL_SUCCESS;
+}
+
 hidet_nccl_status_t hidet_nccl_get_comm(int idx, ncclComm_t *out) {
     HN_ENTER();
     HN_CHECK_NOT_NULL(out);
-    return hidet_nccl__registry_get(idx, out, NULL);
+    return hidet_nccl__registry_lookup(idx, out, NULL, NULL);
 }
 
 hidet_nccl_status_t hidet_nccl_comm_count(int *count) {

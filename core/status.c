@@ -44,7 +44,16 @@ int hidet_nccl__enter(const char *public_func) {
 
 void hidet_nccl__leave(int *entered) {
     (void)entered;
-    if (g_depth > 0) g_depth--;
+    if (g_depth > 0 && --g_depth == 0) g_public_func = NULL; /* later internal failures name their own */
+}
+
+hidet_nccl_status_t hidet_nccl__say(char *msg, size_t msg_bytes, hidet_nccl_status_t st, const char *fmt, ...) {
+    if (msg == NULL || msg_bytes == 0) return st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msg_bytes, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 const char *hidet_nccl__error_detail(void) {

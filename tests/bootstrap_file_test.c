@@ -120,7 +120,7 @@ static void test_stale_file_not_accepted(void) {
     uint8_t nonces[2 * HN_BF_NONCE], data[128], file[1024];
     memset(nonces, 0x5A, sizeof nonces);
     memset(data, 0xEE, sizeof data);
-    size_t len = hn_bf_encode_announce(file, sizeof file, "samekey", 0, 2, 0, data, sizeof data, nonces);
+    size_t len = hidet_nccl__bf_encode_announce(file, sizeof file, "samekey", 0, 2, 0, data, sizeof data, nonces);
     snprintf(path, sizeof path, "%s/hidet-nccl.samekey.0.id", dir);
     int fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0600);
     CU_ASSERT_FATAL(fd >= 0 && write(fd, file, len) == (ssize_t)len);
@@ -206,7 +206,7 @@ static void test_corrupt_files_refused(void) {
     new_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/hidet-nccl.corrupt.0.id", dir);
     uint8_t good[1024], bad[1024], nonces[3 * HN_BF_NONCE] = {0}, data[128] = {1, 2, 3}; /* up to 3 ranks */
-    size_t len = hn_bf_encode_announce(good, sizeof good, "corrupt", 0, 2, 0, data, sizeof data, nonces);
+    size_t len = hidet_nccl__bf_encode_announce(good, sizeof good, "corrupt", 0, 2, 0, data, sizeof data, nonces);
     struct {
         const char *name, *expect;
     } cases[] = {
@@ -222,7 +222,7 @@ static void test_corrupt_files_refused(void) {
         if (i == 2) for (size_t k = 0; k < n; k++) bad[k] = (uint8_t)(k * 131 + 7);
         if (i == 3) { bad[8] = 9; }                                 /* version 9 */
         if (i == 4) { /* world size 3, checksum fixed so only the size is wrong */
-            size_t l2 = hn_bf_encode_announce(bad, sizeof bad, "corrupt", 0, 3, 0, data, sizeof data, nonces);
+            size_t l2 = hidet_nccl__bf_encode_announce(bad, sizeof bad, "corrupt", 0, 3, 0, data, sizeof data, nonces);
             n = l2;
         }
         if (i == 5) bad[100] ^= 0xFF;                               /* a data byte */
@@ -293,7 +293,7 @@ static void test_unsafe_files_refused(void) {
     new_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/hidet-nccl.unsafe.0.id", dir);
     uint8_t good[1024], nonces[2 * HN_BF_NONCE] = {0}, data[128] = {0};
-    size_t len = hn_bf_encode_announce(good, sizeof good, "unsafe", 0, 2, 0, data, sizeof data, nonces);
+    size_t len = hidet_nccl__bf_encode_announce(good, sizeof good, "unsafe", 0, 2, 0, data, sizeof data, nonces);
     snprintf(target, sizeof target, "%s/elsewhere", dir);
     put_file(target, good, len, 0600);
     CU_ASSERT_FATAL(symlink(target, path) == 0);
@@ -361,17 +361,26 @@ static void test_bad_params(void) {
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_ERROR_BOOTSTRAP, "/nonexistent/dir");
     p.dir = NULL;
     unsetenv("HIDET_NCCL_RENDEZVOUS_DIR");
+    hidet_nccl_settings_reload();
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "HIDET_NCCL_RENDEZVOUS_DIR");
     p.dir = dir;
     p.rank = -1;
     unsetenv("HIDET_NCCL_RANK");
     unsetenv("RANK");
     setenv("SLURM_PROCID", "x7", 1);
+    hidet_nccl_settings_reload();
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "SLURM_PROCID='x7'");
     unsetenv("SLURM_PROCID");
+    hidet_nccl_settings_reload();
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "HIDET_NCCL_RANK");
+    setenv("HIDET_NCCL_POLL_MAX_MS", "fast", 1);
+    hidet_nccl_settings_reload();
+    p.rank = 0;
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "HIDET_NCCL_POLL_MAX_MS='fast'");
+    unsetenv("HIDET_NCCL_POLL_MAX_MS");
     hidet_nccl_file_bootstrap_params_t old = p;
-    old.size = 8;
+    old.size = 4;
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&old, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "params->size");
     /* From the environment, as the launcher and Slurm give it. */
     setenv("SLURM_JOB_ID", "4242", 1);
@@ -379,6 +388,7 @@ static void test_bad_params(void) {
     setenv("SLURM_PROCID", "1", 1);
     setenv("SLURM_NTASKS", "4", 1);
     setenv("HIDET_NCCL_RENDEZVOUS_DIR", dir, 1);
+    hidet_nccl_settings_reload();
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(NULL, &bs), HIDET_NCCL_SUCCESS, NULL);
     int rank = -1, size = -1;
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_rank(bs, &rank, &size), HIDET_NCCL_SUCCESS, NULL);
@@ -390,6 +400,7 @@ static void test_bad_params(void) {
     unsetenv("SLURM_PROCID");
     unsetenv("SLURM_NTASKS");
     unsetenv("HIDET_NCCL_RENDEZVOUS_DIR");
+    hidet_nccl_settings_reload();
 }
 
 int main(int argc, char **argv) {

@@ -2,7 +2,8 @@
  * process: fork/exec, never threads).
  *   file_bootstrap_peer DIR KEY RANK NRANKS ROUNDS TIMEOUT_S OUT [DELAY_MS]
  * Each round, rank 0 broadcasts a fresh real ncclGetUniqueId; every rank appends to OUT one
- * line: "<round> <hex of the 128 bytes> <CLOCK_REALTIME seconds when it had them>".
+ * line: "<round> <hex of the 128 bytes> <CLOCK_REALTIME seconds when it had them>". Then every
+ * rank allgathers (round, rank, a byte of the id) and checks what every other rank sent.
  * Exit 0 on success; otherwise 1, with hidet_nccl_last_error() on stderr. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,19 @@ int main(int argc, char **argv) {
         }
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
+        int mine[3] = {round, p.rank, (unsigned char)id.internal[p.rank % sizeof id]};
+        int *all = calloc((size_t)p.nranks, sizeof mine);
+        if (all == NULL || hidet_nccl_bootstrap_allgather(bs, mine, all, sizeof mine, timeout) != HIDET_NCCL_SUCCESS) {
+            fprintf(stderr, "rank %d: allgather: %s\n", p.rank, hidet_nccl_last_error());
+            return 1;
+        }
+        for (int r = 0; r < p.nranks; r++)
+            if (all[3 * r] != round || all[3 * r + 1] != r || all[3 * r + 2] != (unsigned char)id.internal[r % sizeof id]) {
+                fprintf(stderr, "rank %d: allgather round %d: rank %d's part is (%d, %d, %d)\n", p.rank, round, r,
+                        all[3 * r], all[3 * r + 1], all[3 * r + 2]);
+                return 1;
+            }
+        free(all);
         fprintf(out, "%d ", round);
         for (size_t i = 0; i < sizeof id; i++) fprintf(out, "%02x", (unsigned char)id.internal[i]);
         fprintf(out, " %lld.%09ld\n", (long long)now.tv_sec, now.tv_nsec);

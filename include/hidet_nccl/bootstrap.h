@@ -3,11 +3,15 @@
  *
  * A bootstrap is a plug-in: a versioned, const struct of function pointers (in the spirit
  * of NCCL's net and tuner plug-ins). The library needs from it the rank, the size, the
- * local rank, and a broadcast of bytes from a root; an allgather is optional. Two come with
- * the library: the shared-file backend (here, in libhidet_nccl.a) and MPI
- * (hidet_nccl/bootstrap_mpi.h, in libhidet_nccl_mpi.a). Your own can be passed directly
- * (hidet_nccl_bootstrap_create) or named as a shared object (hidet_nccl_bootstrap_load,
- * or HIDET_NCCL_BOOTSTRAP=/path/libmine.so).
+ * local rank, a broadcast of bytes from a root and an allgather. Two come with the library:
+ * the shared-file backend (here, in libhidet_nccl.a) and MPI (hidet_nccl/bootstrap_mpi.h, in
+ * libhidet_nccl_mpi.a). Your own can be passed directly (hidet_nccl_bootstrap_create) or
+ * named as a shared object (hidet_nccl_bootstrap_load, or HIDET_NCCL_BOOTSTRAP=/path/libmine.so).
+ *
+ * Versions: this header describes version 2 (hidet_nccl_bootstrap_v2_t, exported as
+ * HIDET_NCCL_BOOTSTRAP_SYMBOL_V2). Version 1 plug-ins keep working: a shared object is
+ * searched for the v2 symbol, then the v1 one, and a v1 plug-in is adapted to v2 (its
+ * optional allgather, when absent, is done as one broadcast from each rank in turn).
  */
 #ifndef HIDET_NCCL_BOOTSTRAP_H_
 #define HIDET_NCCL_BOOTSTRAP_H_
@@ -21,29 +25,52 @@
 extern "C" {
 #endif
 
-#define HIDET_NCCL_BOOTSTRAP_API_VERSION 1
+/* The newest plug-in API version, the one this header's hidet_nccl_bootstrap_t has. */
+#define HIDET_NCCL_BOOTSTRAP_API_VERSION 2
+#define HIDET_NCCL_BOOTSTRAP_API_VERSION_V1 1
 
-/* The symbol a plug-in shared object exports: const hidet_nccl_bootstrap_v1_t. */
+/* The symbols a plug-in shared object exports: const hidet_nccl_bootstrap_v2_t (or _v1_t). */
+#define HIDET_NCCL_BOOTSTRAP_SYMBOL_V2 "hidet_nccl_bootstrap_v2"
 #define HIDET_NCCL_BOOTSTRAP_SYMBOL_V1 "hidet_nccl_bootstrap_v1"
 
 /*
- * Version 1 of the plug-in interface. Every member is required unless it says optional.
+ * What the library tells a v2 plug-in's init. Read only the fields your header has: a newer
+ * library may append more (size says how many bytes it filled).
+ */
+typedef struct {
+    size_t size;      /* sizeof(hidet_nccl_bootstrap_init_args_t) of the library */
+    double timeout_s; /* every wait of init gives up after this many seconds; > 0 */
+    /* Hints from the launcher's environment (the first launcher of the library's ordered
+     * list that sets a rank variable: hidet-nccl-run, torchrun, Open MPI, MVAPICH2, Intel
+     * MPI, Slurm, PMI; docs/user_guide.md). -1: not known. A backend that knows better
+     * (MPI, PMIx) ignores them. */
+    int rank, nranks, local_rank, local_size;
+    /* Where the hints came from, for messages: e.g. "Slurm (SLURM_PROCID, SLURM_NTASKS,
+     * SLURM_LOCALID, SLURM_NTASKS_PER_NODE)", or which variables were looked for. Never NULL. */
+    const char *hint_source;
+} hidet_nccl_bootstrap_init_args_t;
+
+/*
+ * Version 2 of the plug-in interface. Every member is required.
  * Every function returns a hidet_nccl_status_t; on failure it may describe the problem in
  * the message buffer it is given (msg, msg_bytes; NUL-terminated, may be left empty).
  * The library owns nothing the plug-in allocates: `state` is released by finalize.
+ * The library calls a bootstrap from one thread at a time.
  */
 typedef struct {
     /* Short name used in messages ("file", "mpi"). Non-empty. */
     const char *name;
-    /* The HIDET_NCCL_BOOTSTRAP_API_VERSION the plug-in was built against. */
+    /* HIDET_NCCL_BOOTSTRAP_API_VERSION (2). */
     int api_version;
-    /* Creates the backend's state. params: backend-specific, may be NULL (then the
-     * backend reads its environment). *state is passed to every other member. */
-    hidet_nccl_status_t (*init)(const void *params, void **state, char *msg, size_t msg_bytes);
+    /* Creates the backend's state. params: backend-specific, may be NULL (then the backend
+     * takes what it needs from args and its environment). args: never NULL, valid during
+     * the call only. *state is passed to every other member. */
+    hidet_nccl_status_t (*init)(const void *params, const hidet_nccl_bootstrap_init_args_t *args, void **state,
+                                char *msg, size_t msg_bytes);
     /* This process's rank in 0 .. *size-1, and the number of ranks. */
     hidet_nccl_status_t (*rank_size)(void *state, int *rank, int *size, char *msg, size_t msg_bytes);
     /* Rank among the ranks on this host and their number; -1 and -1 if the backend cannot
-     * tell (the library then uses the environment, or the allgather). */
+     * tell (the library then uses the environment). */
     hidet_nccl_status_t (*local_rank)(void *state, int *local_rank, int *local_size, char *msg, size_t msg_bytes);
     /* Collective: on return, buf[0 .. bytes) on every rank holds root's bytes. Every rank
      * calls it with the same bytes, root and tag; tag is a sequence number that never
@@ -51,22 +78,45 @@ typedef struct {
      * HIDET_NCCL_ERROR_TIMEOUT after timeout_s seconds. bytes is at most 65536. */
     hidet_nccl_status_t (*broadcast)(void *state, void *buf, size_t bytes, int root, uint64_t tag,
                                      double timeout_s, char *msg, size_t msg_bytes);
-    /* Optional (NULL if absent). Collective: recv[r * bytes .. (r+1) * bytes) = send of
-     * rank r, for every rank r. Used to find ranks that share a GPU. */
+    /* Collective: recv[r * bytes .. (r+1) * bytes) = send of rank r, for every rank r. Same
+     * tag and deadline rules as broadcast; bytes * size is at most 8 MiB. Used to check that
+     * no two ranks share a GPU, and by init with several roots. */
     hidet_nccl_status_t (*allgather)(void *state, const void *send, void *recv, size_t bytes, uint64_t tag,
                                      double timeout_s, char *msg, size_t msg_bytes);
     /* Releases state (and whatever the backend holds, e.g. a duplicated MPI communicator). */
+    hidet_nccl_status_t (*finalize)(void *state, char *msg, size_t msg_bytes);
+} hidet_nccl_bootstrap_v2_t;
+
+/* The newest version, what new plug-ins implement. */
+typedef hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_t;
+
+/* Version 1, still loaded: init gets no args (no deadline, no hints), allgather optional. */
+typedef struct {
+    const char *name;
+    int api_version; /* HIDET_NCCL_BOOTSTRAP_API_VERSION_V1 (1) */
+    hidet_nccl_status_t (*init)(const void *params, void **state, char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*rank_size)(void *state, int *rank, int *size, char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*local_rank)(void *state, int *local_rank, int *local_size, char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*broadcast)(void *state, void *buf, size_t bytes, int root, uint64_t tag,
+                                     double timeout_s, char *msg, size_t msg_bytes);
+    /* Optional (NULL if absent). */
+    hidet_nccl_status_t (*allgather)(void *state, const void *send, void *recv, size_t bytes, uint64_t tag,
+                                     double timeout_s, char *msg, size_t msg_bytes);
     hidet_nccl_status_t (*finalize)(void *state, char *msg, size_t msg_bytes);
 } hidet_nccl_bootstrap_v1_t;
 
 /* A bootstrap ready to use: a plug-in and its state. */
 typedef struct hidet_nccl_bootstrap *hidet_nccl_bootstrap_h;
 
-/* Checks ops (name, version, required members) and calls ops->init(params). ops must
- * outlive the handle. */
-hidet_nccl_status_t hidet_nccl_bootstrap_create(const hidet_nccl_bootstrap_v1_t *ops, const void *params,
+/* Checks ops (name, version, every member) and calls ops->init(params, args) with the
+ * deadline ($HIDET_NCCL_TIMEOUT) and the launcher's rank hints. ops must outlive the handle. */
+hidet_nccl_status_t hidet_nccl_bootstrap_create(const hidet_nccl_bootstrap_t *ops, const void *params,
                                                 hidet_nccl_bootstrap_h *out);
-/* dlopens path, takes its HIDET_NCCL_BOOTSTRAP_SYMBOL_V1, then as bootstrap_create. */
+/* The same for a version 1 plug-in, adapted to version 2. */
+hidet_nccl_status_t hidet_nccl_bootstrap_create_v1(const hidet_nccl_bootstrap_v1_t *ops, const void *params,
+                                                   hidet_nccl_bootstrap_h *out);
+/* dlopens path, takes its HIDET_NCCL_BOOTSTRAP_SYMBOL_V2 (else its _V1), then as
+ * bootstrap_create (or _create_v1). */
 hidet_nccl_status_t hidet_nccl_bootstrap_load(const char *path, const void *params, hidet_nccl_bootstrap_h *out);
 /* From the environment: HIDET_NCCL_BOOTSTRAP=file, or a plug-in path; unset: the file
  * backend when a rendezvous directory is set (by hidet-nccl-run, or by the user under Slurm). */
@@ -81,6 +131,16 @@ hidet_nccl_status_t hidet_nccl_bootstrap_local_rank(hidet_nccl_bootstrap_h bs, i
  * timeout_s if > 0). */
 hidet_nccl_status_t hidet_nccl_bootstrap_broadcast(hidet_nccl_bootstrap_h bs, void *buf, size_t bytes, int root,
                                                    double timeout_s);
+/* The backend's allgather: recv (bytes * size) gets every rank's bytes in rank order. */
+hidet_nccl_status_t hidet_nccl_bootstrap_allgather(hidet_nccl_bootstrap_h bs, const void *send, void *recv,
+                                                   size_t bytes, double timeout_s);
+
+/* ---------------------------------------------------------------- size-versioned structs
+ *
+ * The parameter structs below start with `size`, set by their _INIT macro to the sizeof the
+ * caller was compiled with. A smaller (older) struct is accepted: its fields are used and
+ * the newer ones take their defaults. A larger (newer) one is accepted only if every byte
+ * past what this library knows is zero; otherwise it is HIDET_NCCL_ERROR_INVALID_ARGUMENT. */
 
 /* ---------------------------------------------------------------- the shared-file backend */
 
@@ -90,10 +150,9 @@ hidet_nccl_status_t hidet_nccl_bootstrap_broadcast(hidet_nccl_bootstrap_h bs, vo
  * docs/bootstrap_file.md. Fields left NULL or -1 come from the environment:
  *   dir:         $HIDET_NCCL_RENDEZVOUS_DIR
  *   job_key:     $HIDET_NCCL_JOB_KEY, else "slurm-$SLURM_JOB_ID.$SLURM_STEP_ID"
- *   rank, nranks: $HIDET_NCCL_RANK/$HIDET_NCCL_WORLD_SIZE, $RANK/$WORLD_SIZE,
- *                $SLURM_PROCID/$SLURM_NTASKS
- *   local_rank, local_size: $HIDET_NCCL_LOCAL_RANK/$HIDET_NCCL_LOCAL_WORLD_SIZE,
- *                $LOCAL_RANK/$LOCAL_WORLD_SIZE, $SLURM_LOCALID/$SLURM_NTASKS_PER_NODE
+ *   rank, nranks, local_rank, local_size: the launcher's variables (the bootstrap's rank
+ *                hints: $HIDET_NCCL_RANK/$HIDET_NCCL_WORLD_SIZE of hidet-nccl-run,
+ *                $RANK/$WORLD_SIZE of torchrun, $SLURM_PROCID/$SLURM_NTASKS of Slurm, ...)
  */
 typedef struct {
     size_t size; /* sizeof(hidet_nccl_file_bootstrap_params_t), for growth */
@@ -109,9 +168,9 @@ typedef struct {
     { sizeof(hidet_nccl_file_bootstrap_params_t), NULL, NULL, -1, -1, -1, -1 }
 
 /* The file backend as a plug-in struct (name "file"). */
-extern const hidet_nccl_bootstrap_v1_t hidet_nccl_bootstrap_file_v1;
+extern const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_file_v2;
 
-/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_file_v1, params, out). */
+/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_file_v2, params, out). */
 hidet_nccl_status_t hidet_nccl_bootstrap_file(const hidet_nccl_file_bootstrap_params_t *params,
                                               hidet_nccl_bootstrap_h *out);
 
@@ -131,9 +190,10 @@ typedef struct {
 /*
  * Collective over the bootstrap's ranks: a new owned communicator with a fresh id.
  * 1. Picks the GPU before any other CUDA call: options->device if >= 0; else the local rank
- *    from $HIDET_NCCL_LOCAL_RANK, $OMPI_COMM_WORLD_LOCAL_RANK, $MV2_COMM_WORLD_LOCAL_RANK,
- *    $MPI_LOCALRANKID, $SLURM_LOCALID, $PMI_LOCAL_RANK, then the bootstrap's; modulo the
- *    visible devices. With an allgather, two ranks on one GPU of one host are an error.
+ *    from the launchers' variables in the library's order ($HIDET_NCCL_LOCAL_RANK,
+ *    $LOCAL_RANK, $OMPI_COMM_WORLD_LOCAL_RANK, $MV2_COMM_WORLD_LOCAL_RANK, $MPI_LOCALRANKID,
+ *    $SLURM_LOCALID, $PMI_LOCAL_RANK), then the bootstrap's; modulo the visible devices.
+ *    Two ranks on one GPU of one host are an error (found by the bootstrap's allgather).
  * 2. Rank 0 calls ncclGetUniqueId; the bootstrap broadcasts it (and rank 0's failure, if any).
  * 3. The communicator is created as hidet_nccl_comm_init_rank makes it (blocking, on a
  *    helper thread awaited until the deadline); at the deadline HIDET_NCCL_ERROR_TIMEOUT

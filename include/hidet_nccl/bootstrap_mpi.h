@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* The MPI backend as a plug-in struct (name "mpi"); params: a pointer to an MPI_Comm. */
-extern const hidet_nccl_bootstrap_v1_t hidet_nccl_bootstrap_mpi_v1;
+extern const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_mpi_v2;
 
 /* A bootstrap over comm's ranks (MPI_COMM_WORLD, or any intracommunicator such as a split
  * of it). Rank and size are comm's; the local rank counts the lower ranks on the same machine
@@ -33,7 +33,8 @@ extern const hidet_nccl_bootstrap_v1_t hidet_nccl_bootstrap_mpi_v1;
 hidet_nccl_status_t hidet_nccl_bootstrap_mpi(MPI_Comm comm, hidet_nccl_bootstrap_h *out);
 
 /* A communicator over comm's ranks in one call (bootstrap, hidet_nccl_comm_init, bootstrap
- * released). options may be NULL. */
+ * released). options may be NULL; options->timeout_s bounds every step, the bootstrap's
+ * MPI_Comm_idup and node-name exchange included. */
 hidet_nccl_status_t hidet_nccl_mpi_comm_init(MPI_Comm comm, const hidet_nccl_init_options_t *options, int *comm_id);
 
 /* The common case, after MPI_Init (or instead of it): a communicator over MPI_COMM_WORLD. */

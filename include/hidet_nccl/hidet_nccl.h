@@ -110,6 +110,23 @@ typedef struct {
 hidet_nccl_status_t hidet_nccl_reduction(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
                                          hidet_nccl_reduction_t *out);
 
+/* ---------------------------------------------------------------- settings
+ *
+ * Every environment variable the library reads is declared once (name, type, default, range,
+ * documentation; docs/user_guide.md lists them) and read once, at the first call that needs
+ * one; HIDET_NCCL_DEBUG=INFO prints them then, each with where its value came from. A bad
+ * value is an error, naming the variable and the value, of every call that needs it. */
+
+/* The value the library uses for the variable `name` ("HIDET_NCCL_TIMEOUT", or a launcher's
+ * rank variable such as "SLURM_PROCID") as text, and where it came from ("environment",
+ * "default", "unset"; source may be NULL). *value is NULL when unset without a default;
+ * strings stay valid until the process ends. A name the library does not read is
+ * HIDET_NCCL_ERROR_INVALID_ARGUMENT; a set but invalid value is too (with *value the default). */
+hidet_nccl_status_t hidet_nccl_setting(const char *name, const char **value, const char **source);
+/* Reads every variable again, for a program (or test) that changes its environment after
+ * the library first read it. Calls already under way keep the values they started with. */
+hidet_nccl_status_t hidet_nccl_settings_reload(void);
+
 /* ---------------------------------------------------------------- NCCL loading */
 
 /* Loads NCCL if not loaded yet; every function that needs NCCL calls it. Search order:
@@ -135,21 +152,34 @@ hidet_nccl_status_t hidet_nccl_nccl_version(int *version_code);
  * returns them until hidet_nccl_comm_destroy() or hidet_nccl_finalize(). Every use checks
  * the id: negative, past the end and destroyed ids are HIDET_NCCL_ERROR_INVALID_COMM.
  *
- * Ownership:
+ * Ownership (owned and borrowed communicators live side by side in the one registry):
  *  - OWNED communicators are created by this library (init, init_all, split). The library
  *    destroys them in hidet_nccl_comm_destroy() or, for those left, hidet_nccl_finalize().
- *  - BORROWED communicators are given by the caller through hidet_nccl_set_comms(). The
+ *  - BORROWED communicators are given by the caller: one at a time through
+ *    hidet_nccl_comm_adopt(), or as the seed's pool through hidet_nccl_set_comms(). The
  *    library never destroys them; destroying them (after hidet_nccl_comm_destroy() or
  *    hidet_nccl_finalize() has dropped them) is the caller's job.
+ * One NCCL communicator has at most one live id.
  * Destroying an id twice is HIDET_NCCL_ERROR_INVALID_COMM, never a crash.
  * All functions are thread-safe. Calls on one communicator from several threads at once
  * are ordered as NCCL orders them (that is, the caller must order them).
  */
 
-/* Seed-compatible: the pool of borrowed communicators. After it, comms[i] has id i. It
- * replaces earlier borrowed communicators, and is refused while the registry holds a live
- * owned communicator (destroy those, or finalize, first). The array is copied. */
+/* Seed-compatible: the pool of borrowed communicators, replacing the previous pool (whose ids
+ * become dead; communicators adopted one at a time, and owned ones, stay). Numbering: when
+ * nothing else is live in the registry (a program that uses only set_comms/get_comm, as the
+ * seed did), comms[i] has id i. Otherwise the pool takes fresh consecutive ids after the last
+ * id given: comms[i] has id first + i, where hidet_nccl_comm_lookup(comms[0], &first). A
+ * communicator given twice, or already registered outside the pool, is refused with the id
+ * it has. The array is copied. */
 hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms);
+/* Borrows one communicator the caller made (ncclCommInitRank, ncclCommSplit, ...) and gives
+ * it a fresh id, beside whatever else is registered. The same communicator twice is
+ * HIDET_NCCL_ERROR_INVALID_ARGUMENT naming the id it has. NCCL is loaded by this call. */
+hidet_nccl_status_t hidet_nccl_comm_adopt(ncclComm_t comm, int *comm_id);
+/* The live id of a registered communicator (owned or borrowed); HIDET_NCCL_ERROR_INVALID_COMM
+ * if it has none. */
+hidet_nccl_status_t hidet_nccl_comm_lookup(ncclComm_t comm, int *comm_id);
 /* Seed-compatible: the NCCL communicator of id idx. */
 hidet_nccl_status_t hidet_nccl_get_comm(int idx, ncclComm_t *out);
 /* Number of ids handed out so far (live or not); ids are 0 .. count-1. */

@@ -4,7 +4,8 @@
  * timeout, and the integer parser under them.
  *   bazel build --config=fuzz //tests/fuzz:env_fuzzer
  *   bazel-bin/tests/fuzz/env_fuzzer -max_total_time=1800 .fuzz/env_corpus tests/fuzz/env_corpus
- * The input is the variables' values, separated by NUL bytes, in the order of k_vars. */
+ * The input is the variables' values, separated by NUL bytes, in the order of k_vars; the
+ * settings are read again (hidet_nccl_settings_reload) for every input. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,8 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/device_select_int.h"
-#include "core/wait_int.h"
+#include "core/kit.h"
 #include "hidet_nccl/bootstrap.h"
 
 static const char *const k_vars[] = {
@@ -21,6 +21,9 @@ static const char *const k_vars[] = {
     "HIDET_NCCL_LOCAL_RANK", "LOCAL_RANK", "SLURM_LOCALID", "HIDET_NCCL_LOCAL_WORLD_SIZE", "LOCAL_WORLD_SIZE",
     "SLURM_NTASKS_PER_NODE", "HIDET_NCCL_JOB_KEY", "SLURM_JOB_ID", "SLURM_STEP_ID", "HIDET_NCCL_POLL_MAX_MS",
     "HIDET_NCCL_TIMEOUT", "HIDET_NCCL_BOOTSTRAP", "HIDET_NCCL_NONBLOCKING", "HIDET_NCCL_RENDEZVOUS_DIR",
+    /* Added with the settings module: the other launchers' variables and the debug level. */
+    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
+    "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
 };
 #define N_VARS (sizeof k_vars / sizeof k_vars[0])
 
@@ -60,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (p <= end) p += strlen(p) + 1;
     }
+    hidet_nccl_settings_reload();
     hidet_nccl_bootstrap_h bs = NULL;
     if (hidet_nccl_bootstrap_from_env(&bs) == HIDET_NCCL_SUCCESS) {
         int a, b;
@@ -72,6 +76,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)strlen(hidet_nccl_last_error());
     double t;
     hidet_nccl__timeout_seconds(&t);
+    const char *value;
+    hidet_nccl_setting("HIDET_NCCL_POLL_MAX_MS", &value, NULL);
+    hidet_nccl_setting(k_vars[size % N_VARS], &value, NULL);
     int v;
     hidet_nccl__parse_nonneg_int(copy, &v);
     free(copy);

@@ -9,21 +9,21 @@
 #include "bootstrap_file/file_format_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    hn_bf_msg_t m;
+    hidet_nccl__bf_msg_t m;
     char why[512];
-    if (hn_bf_parse(data, size, &m, why, sizeof why) != 0) return 0;
+    if (hidet_nccl__bf_parse(data, size, &m, why, sizeof why) != 0) return 0;
     /* Touch every byte the parser says is there, and every check. */
     volatile uint8_t sink = 0;
     if (m.nonce) for (size_t i = 0; i < HN_BF_NONCE; i++) sink ^= m.nonce[i];
     if (m.data) for (size_t i = 0; i < m.data_bytes; i++) sink ^= m.data[i];
     if (m.nonces) for (size_t i = 0; i < (size_t)HN_BF_NONCE * m.world_size; i++) sink ^= m.nonces[i];
-    hn_bf_expect(&m, HN_BF_KIND_ANNOUNCE, "key", 0, m.world_size, m.rank, why, sizeof why);
-    hn_bf_expect(&m, HN_BF_KIND_HELLO, m.key, m.seq, 2, 1, why, sizeof why);
+    hidet_nccl__bf_expect(&m, HN_BF_KIND_ANNOUNCE, "key", 0, m.world_size, m.rank, why, sizeof why);
+    hidet_nccl__bf_expect(&m, HN_BF_KIND_HELLO, m.key, m.seq, 2, 1, why, sizeof why);
     (void)strlen(why);
     /* What parses must survive a round trip through the encoder. */
     if (m.kind == HN_BF_KIND_ANNOUNCE) {
         static uint8_t again[HN_BF_MAX_FILE];
-        size_t n = hn_bf_encode_announce(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.data,
+        size_t n = hidet_nccl__bf_encode_announce(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.data,
                                          m.data_bytes, m.nonces);
         if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
     }

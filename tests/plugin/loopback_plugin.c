@@ -1,5 +1,6 @@
-/* A bootstrap plug-in as a user would write one, built as a shared object: one rank, the
- * broadcast a no-op. It exports the versioned symbol the library looks for. */
+/* A version 1 bootstrap plug-in as a user wrote one before version 2, built as a shared
+ * object: one rank, the broadcast a no-op. It exports the v1 symbol, which the library still
+ * loads (through its adapter). */
 #include <stdlib.h>
 
 #include "hidet_nccl/bootstrap.h"
@@ -39,7 +40,7 @@ static hidet_nccl_status_t lb_finalize(void *state, char *msg, size_t n) {
 
 __attribute__((visibility("default"))) const hidet_nccl_bootstrap_v1_t hidet_nccl_bootstrap_v1 = {
     .name = "loopback",
-    .api_version = HIDET_NCCL_BOOTSTRAP_API_VERSION,
+    .api_version = 1, /* HIDET_NCCL_BOOTSTRAP_API_VERSION was 1 when this was written */
     .init = lb_init,
     .rank_size = lb_rank_size,
     .local_rank = lb_local_rank,

@@ -82,11 +82,14 @@ static void test_comm_init_rank_arguments(void) {
     HN_ASSERT_STATUS(hidet_nccl_comm_init_rank(2, &id, 2, &cid), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "rank 2 is not in 0 .. 1");
     HN_ASSERT_STATUS(hidet_nccl_comm_init_rank(2, &id, -1, &cid), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "rank -1");
     setenv("HIDET_NCCL_TIMEOUT", "soon", 1);
+    hidet_nccl_settings_reload();
     HN_ASSERT_STATUS(hidet_nccl_comm_init_rank(2, &id, 0, &cid), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                      "HIDET_NCCL_TIMEOUT='soon'");
     setenv("HIDET_NCCL_TIMEOUT", "-3", 1);
+    hidet_nccl_settings_reload();
     HN_ASSERT_STATUS(hidet_nccl_comm_init_rank(2, &id, 0, &cid), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "'-3'");
     unsetenv("HIDET_NCCL_TIMEOUT");
+    hidet_nccl_settings_reload();
     if (!g_have_gpu) /* on a CPU machine the call gets as far as the GPU and says there is none */
         HN_ASSERT_STATUS(hidet_nccl_comm_init_rank(1, &id, 0, &cid), HIDET_NCCL_ERROR_CUDA, "CUDA");
 }

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "core/blocking_call_int.h"
-#include "core/wait_int.h"
+#include "core/kit.h"
 #include "tests/cunit_runner.h"
 
 typedef struct {

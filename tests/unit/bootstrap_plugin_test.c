@@ -1,33 +1,30 @@
-/* Bootstrap plug-ins: a good one given directly and loaded from a shared object (also through
- * HIDET_NCCL_BOOTSTRAP), and bad ones refused with a message. */
+/* Version 2 bootstrap plug-ins, written against the public header alone: one given directly
+ * (what its init is told: the deadline and the launcher's rank hints), bad ones refused, one
+ * loaded from a shared object (also through HIDET_NCCL_BOOTSTRAP). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hidet_nccl/bootstrap.h"
 #include "tests/cunit_runner.h"
 
-static const char *g_good_so, *g_no_symbol_so;
+static const char *g_v2_so;
 
-static hidet_nccl_status_t ok_init(const void *p, void **s, char *m, size_t n) {
+static hidet_nccl_bootstrap_init_args_t g_args; /* what the last init was told */
+static char g_hint_source[512];
+
+static hidet_nccl_status_t ok_init(const void *p, const hidet_nccl_bootstrap_init_args_t *a, void **s, char *m,
+                                   size_t n) {
     (void)p, (void)m, (void)n;
+    g_args = *a;
+    snprintf(g_hint_source, sizeof g_hint_source, "%s", a->hint_source);
     *s = NULL;
     return HIDET_NCCL_SUCCESS;
-}
-static hidet_nccl_status_t failing_init(const void *p, void **s, char *m, size_t n) {
-    (void)p, (void)s;
-    strncpy(m, "the plug-in's own reason", n - 1);
-    return HIDET_NCCL_ERROR_BOOTSTRAP;
 }
 static hidet_nccl_status_t rs(void *s, int *r, int *z, char *m, size_t n) {
     (void)s, (void)m, (void)n;
     *r = 0;
     *z = 1;
-    return HIDET_NCCL_SUCCESS;
-}
-static hidet_nccl_status_t bad_rs(void *s, int *r, int *z, char *m, size_t n) {
-    (void)s, (void)m, (void)n;
-    *r = 3;
-    *z = 2;
     return HIDET_NCCL_SUCCESS;
 }
 static hidet_nccl_status_t lr(void *s, int *r, int *z, char *m, size_t n) {
@@ -39,110 +36,157 @@ static hidet_nccl_status_t bc(void *s, void *b, size_t k, int root, uint64_t t, 
     (void)s, (void)b, (void)k, (void)root, (void)t, (void)to, (void)m, (void)n;
     return HIDET_NCCL_SUCCESS;
 }
+static hidet_nccl_status_t ag(void *s, const void *in, void *out, size_t k, uint64_t t, double to, char *m, size_t n) {
+    (void)s, (void)t, (void)to, (void)m, (void)n;
+    memmove(out, in, k);
+    return HIDET_NCCL_SUCCESS;
+}
 static hidet_nccl_status_t fin(void *s, char *m, size_t n) {
     (void)s, (void)m, (void)n;
     return HIDET_NCCL_SUCCESS;
 }
 
-static const hidet_nccl_bootstrap_v1_t k_good = {"mine", HIDET_NCCL_BOOTSTRAP_API_VERSION, ok_init, rs, lr, bc, NULL, fin};
+static const hidet_nccl_bootstrap_t k_good = {
+    .name = "mine2",
+    .api_version = HIDET_NCCL_BOOTSTRAP_API_VERSION,
+    .init = ok_init,
+    .rank_size = rs,
+    .local_rank = lr,
+    .broadcast = bc,
+    .allgather = ag,
+    .finalize = fin,
+};
+
+static void set_env(const char *name, const char *value) {
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+}
 
 static void test_good_plugin_given(void) {
     hidet_nccl_bootstrap_h bs = NULL;
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&k_good, NULL, &bs), HIDET_NCCL_SUCCESS, NULL);
     const char *name;
-    int rank, size, local, local_size;
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_name(bs, &name), HIDET_NCCL_SUCCESS, NULL);
-    CU_ASSERT_STRING_EQUAL(name, "mine");
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_rank(bs, &rank, &size), HIDET_NCCL_SUCCESS, NULL);
-    CU_ASSERT(rank == 0 && size == 1);
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_local_rank(bs, &local, &local_size), HIDET_NCCL_SUCCESS, NULL);
-    char buf[8] = "abc";
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_broadcast(bs, buf, sizeof buf, 0, 1), HIDET_NCCL_SUCCESS, NULL);
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_broadcast(bs, buf, sizeof buf, 1, 1), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
-                     "root 1");
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_broadcast(bs, buf, 65537, 0, 1), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "65537");
+    CU_ASSERT_STRING_EQUAL(name, "mine2");
+    char send[4] = "abc", recv[4] = "";
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_allgather(bs, send, recv, 4, 1), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_STRING_EQUAL(recv, "abc");
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_allgather(bs, NULL, recv, 4, 1), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "send");
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_broadcast(bs, send, 4, 0, 1), HIDET_NCCL_SUCCESS, NULL);
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_destroy(bs), HIDET_NCCL_SUCCESS, NULL);
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_destroy(NULL), HIDET_NCCL_SUCCESS, NULL);
+}
+
+/* init gets HIDET_NCCL_TIMEOUT and the first launcher's variables, in the library's order. */
+static void test_init_args(void) {
+    set_env("HIDET_NCCL_TIMEOUT", "7.5");
+    set_env("HIDET_NCCL_RANK", "3");
+    set_env("HIDET_NCCL_WORLD_SIZE", "4");
+    set_env("SLURM_PROCID", "9"); /* an outer launcher: hidet-nccl-run's variables win */
+    set_env("SLURM_NTASKS", "16");
+    set_env("SLURM_LOCALID", "5");
+    set_env("HIDET_NCCL_LOCAL_RANK", NULL);
+    set_env("LOCAL_RANK", "1"); /* torchrun's local rank comes before Slurm's */
+    set_env("LOCAL_WORLD_SIZE", "2");
+    hidet_nccl_settings_reload();
+    hidet_nccl_bootstrap_h bs = NULL;
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&k_good, NULL, &bs), HIDET_NCCL_SUCCESS, NULL);
+    hidet_nccl_bootstrap_destroy(bs);
+    CU_ASSERT_EQUAL(g_args.size, sizeof(hidet_nccl_bootstrap_init_args_t));
+    CU_ASSERT_DOUBLE_EQUAL(g_args.timeout_s, 7.5, 1e-9);
+    CU_ASSERT_EQUAL(g_args.rank, 3);
+    CU_ASSERT_EQUAL(g_args.nranks, 4);
+    CU_ASSERT_EQUAL(g_args.local_rank, 1);
+    CU_ASSERT_EQUAL(g_args.local_size, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_hint_source, "HIDET_NCCL_RANK"));
+    /* Without hidet-nccl-run's variables Slurm's give the rank. */
+    set_env("HIDET_NCCL_RANK", NULL);
+    set_env("HIDET_NCCL_WORLD_SIZE", NULL);
+    set_env("LOCAL_RANK", NULL);
+    set_env("LOCAL_WORLD_SIZE", NULL);
+    hidet_nccl_settings_reload();
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&k_good, NULL, &bs), HIDET_NCCL_SUCCESS, NULL);
+    hidet_nccl_bootstrap_destroy(bs);
+    CU_ASSERT_EQUAL(g_args.rank, 9);
+    CU_ASSERT_EQUAL(g_args.nranks, 16);
+    CU_ASSERT_EQUAL(g_args.local_rank, 5);
+    CU_ASSERT_EQUAL(g_args.local_size, -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_hint_source, "Slurm"));
+    /* A malformed variable of the launcher in use is an error naming it, before init runs. */
+    set_env("SLURM_PROCID", "nine");
+    hidet_nccl_settings_reload();
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&k_good, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "SLURM_PROCID='nine'");
+    set_env("HIDET_NCCL_TIMEOUT", "never");
+    set_env("SLURM_PROCID", NULL);
+    hidet_nccl_settings_reload();
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&k_good, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "HIDET_NCCL_TIMEOUT='never'");
+    set_env("HIDET_NCCL_TIMEOUT", NULL);
+    set_env("SLURM_NTASKS", NULL);
+    set_env("SLURM_LOCALID", NULL);
+    hidet_nccl_settings_reload();
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&k_good, NULL, &bs), HIDET_NCCL_SUCCESS, NULL);
+    hidet_nccl_bootstrap_destroy(bs);
+    CU_ASSERT_EQUAL(g_args.rank, -1);
+    CU_ASSERT_DOUBLE_EQUAL(g_args.timeout_s, 300, 1e-9);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_hint_source, "no launcher's rank variable is set"));
 }
 
 static void test_bad_plugins_refused(void) {
     hidet_nccl_bootstrap_h bs = NULL;
-    hidet_nccl_bootstrap_v1_t b = k_good;
-    b.name = NULL;
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&b, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "has no name");
+    hidet_nccl_bootstrap_t b = k_good;
+    b.allgather = NULL; /* required in version 2 */
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&b, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "has no allgather");
+    b = k_good;
+    b.api_version = 1; /* a v1 struct is given to hidet_nccl_bootstrap_create_v1 */
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&b, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "API version 1");
     b = k_good;
     b.name = "";
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&b, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "has no name");
     b = k_good;
-    b.api_version = 7;
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&b, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "API version 7");
-    b = k_good;
-    b.broadcast = NULL;
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&b, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "has no broadcast");
-    b = k_good;
-    b.finalize = NULL;
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&b, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "has no finalize");
-    b = k_good;
-    b.init = failing_init;
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&b, NULL, &bs), HIDET_NCCL_ERROR_BOOTSTRAP, "the plug-in's own reason");
+    b.local_rank = NULL;
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&b, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "has no local_rank");
     CU_ASSERT_PTR_NULL(bs);
-    b = k_good;
-    b.rank_size = bad_rs;
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&b, NULL, &bs), HIDET_NCCL_SUCCESS, NULL);
-    int rank, size;
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_rank(bs, &rank, &size), HIDET_NCCL_ERROR_BOOTSTRAP, "rank 3 of size 2");
-    int id;
-    HN_ASSERT_STATUS(hidet_nccl_comm_init(bs, NULL, &id), HIDET_NCCL_ERROR_BOOTSTRAP, "rank 3 of size 2");
-    hidet_nccl_bootstrap_destroy(bs);
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(NULL, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "ops");
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&k_good, NULL, NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "out");
 }
 
 static void test_plugin_from_shared_object(void) {
     hidet_nccl_bootstrap_h bs = NULL;
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_load(g_good_so, NULL, &bs), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_load(g_v2_so, NULL, &bs), HIDET_NCCL_SUCCESS, NULL);
     const char *name;
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_name(bs, &name), HIDET_NCCL_SUCCESS, NULL);
-    CU_ASSERT_STRING_EQUAL(name, "loopback");
+    CU_ASSERT_STRING_EQUAL(name, "loopback2");
+    int in = 42, out = 0;
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_allgather(bs, &in, &out, sizeof in, 0), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(out, 42);
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_destroy(bs), HIDET_NCCL_SUCCESS, NULL);
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_load("/no/such/libplugin.so", NULL, &bs), HIDET_NCCL_ERROR_BOOTSTRAP,
-                     "/no/such/libplugin.so could not be loaded");
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_load(g_no_symbol_so, NULL, &bs), HIDET_NCCL_ERROR_BOOTSTRAP,
-                     "exports no hidet_nccl_bootstrap_v1");
-}
-
-static void test_plugin_from_environment(void) {
-    hidet_nccl_bootstrap_h bs = NULL;
-    const char *name;
-    setenv("HIDET_NCCL_BOOTSTRAP", g_good_so, 1);
+    set_env("HIDET_NCCL_TIMEOUT", "12");
+    set_env("OMPI_COMM_WORLD_RANK", "2");
+    set_env("OMPI_COMM_WORLD_SIZE", "8");
+    hidet_nccl_settings_reload();
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_load(g_v2_so, "echo-args", &bs), HIDET_NCCL_ERROR_BOOTSTRAP,
+                     "timeout 12.0 s, rank 2 of 8, local rank -1 of -1, hints from Open MPI");
+    set_env("HIDET_NCCL_BOOTSTRAP", g_v2_so);
+    hidet_nccl_settings_reload();
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_from_env(&bs), HIDET_NCCL_SUCCESS, NULL);
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_name(bs, &name), HIDET_NCCL_SUCCESS, NULL);
-    CU_ASSERT_STRING_EQUAL(name, "loopback");
+    CU_ASSERT_STRING_EQUAL(name, "loopback2");
     hidet_nccl_bootstrap_destroy(bs);
-    setenv("HIDET_NCCL_BOOTSTRAP", "carrier-pigeon", 1);
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_from_env(&bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "'carrier-pigeon'");
-    setenv("HIDET_NCCL_BOOTSTRAP", "mpi", 1);
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_from_env(&bs), HIDET_NCCL_ERROR_INVALID_USAGE, "hidet_nccl_mpi_init");
-    unsetenv("HIDET_NCCL_BOOTSTRAP");
-    unsetenv("HIDET_NCCL_RENDEZVOUS_DIR");
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_from_env(&bs), HIDET_NCCL_ERROR_BOOTSTRAP, "hidet-nccl-run");
-    int id;
-    HN_ASSERT_STATUS(hidet_nccl_init(&id), HIDET_NCCL_ERROR_BOOTSTRAP, "no bootstrap found");
+    set_env("HIDET_NCCL_BOOTSTRAP", NULL);
+    set_env("HIDET_NCCL_TIMEOUT", NULL);
+    set_env("OMPI_COMM_WORLD_RANK", NULL);
+    set_env("OMPI_COMM_WORLD_SIZE", NULL);
+    hidet_nccl_settings_reload();
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) return 1;
-    g_good_so = argv[1];
-    g_no_symbol_so = argv[2];
-    static char good[4096], none[4096];
-    if (realpath(g_good_so, good) == NULL || realpath(g_no_symbol_so, none) == NULL) return 1;
-    g_good_so = good;
-    g_no_symbol_so = none;
+    static char path[4096];
+    if (argc < 2 || realpath(argv[1], path) == NULL) return 1;
+    g_v2_so = path;
     static const hn_test_t tests[] = {
-        {"a good plug-in given directly", test_good_plugin_given},
-        {"bad plug-ins refused", test_bad_plugins_refused},
-        {"a plug-in from a shared object", test_plugin_from_shared_object},
-        {"a plug-in from HIDET_NCCL_BOOTSTRAP", test_plugin_from_environment},
+        {"a good v2 plug-in given directly", test_good_plugin_given},
+        {"init's deadline and rank hints", test_init_args},
+        {"bad v2 plug-ins refused", test_bad_plugins_refused},
+        {"a v2 plug-in from a shared object", test_plugin_from_shared_object},
         {NULL, NULL},
     };
     return hn_run_tests("bootstrap_plugin", tests);

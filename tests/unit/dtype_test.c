@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/dtype_int.h"
+#include "core/nccl_version_int.h"
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
 

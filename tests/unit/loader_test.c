@@ -47,6 +47,7 @@ static outcome_t run_child(void (*setup)(void)) {
         setenv("PATH", "/nonexistent-bin", 1);
         setenv("CUDA_HOME", "/nonexistent-cuda", 1);
         setup();
+        hidet_nccl_settings_reload(); /* the environment as setup left it */
         outcome_t o;
         memset(&o, 0, sizeof o);
         o.status = hidet_nccl_load();

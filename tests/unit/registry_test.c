@@ -1,5 +1,5 @@
-/* The registry: seed-compatible set_comms/get_comm, ids checked on every use, ownership,
- * finalize, and many threads at once. Borrowed communicators here are fake pointers that
+/* The registry: seed-compatible set_comms/get_comm, comm_adopt/comm_lookup beside owned
+ * communicators, ids checked on every use, ownership, finalize, and many threads at once. Borrowed communicators here are fake pointers that
  * the library must never hand to NCCL (it destroys only what it owns). */
 #include <pthread.h>
 #include <stdint.h>
@@ -80,19 +80,59 @@ static void test_set_comms_replaces_borrowed(void) {
     HN_ASSERT_STATUS(hidet_nccl_get_comm(0, &c), HIDET_NCCL_ERROR_INVALID_COMM, "never given");
 }
 
-static void test_set_comms_refuses_to_drop_owned(void) {
-    /* An owned slot (added as the init functions do) blocks set_comms until destroyed. */
-    int id = -1;
-    HN_ASSERT_STATUS(hidet_nccl_set_comms(0, NULL), HIDET_NCCL_SUCCESS, NULL);
-    HN_ASSERT_STATUS(hidet_nccl__registry_add(FAKE(3), 1, 2, &id), HIDET_NCCL_SUCCESS, NULL);
-    ncclComm_t b[1] = {FAKE(7)};
-    HN_ASSERT_STATUS(hidet_nccl_set_comms(1, b), HIDET_NCCL_ERROR_INVALID_USAGE, "owned by the library");
-    /* Take it back out without NCCL seeing the fake pointer. */
+/* Owned, adopted and pooled communicators side by side: set_comms no longer refuses while an
+ * owned one lives, numbers its pool after the live ids, and no communicator gets two ids. */
+static void test_owned_and_borrowed_mix(void) {
+    int owned_id = -1, id = -1, owned = -1;
     ncclComm_t c;
-    int owned;
-    HN_ASSERT_STATUS(hidet_nccl__registry_remove(id, &c, &owned), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(0, NULL), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl__registry_add(FAKE(3), 1, 2, &owned_id), HIDET_NCCL_SUCCESS, NULL); /* as init does */
+    CU_ASSERT_EQUAL(owned_id, 0);
+    ncclComm_t pool[2] = {FAKE(7), FAKE(8)};
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(2, pool), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_comm_lookup(FAKE(7), &id), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(id, 1);
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(2, &c), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_PTR_EQUAL(c, FAKE(8));
+    HN_ASSERT_STATUS(hidet_nccl_comm_is_owned(0, &owned), HIDET_NCCL_SUCCESS, NULL);
     CU_ASSERT_EQUAL(owned, 1);
-    HN_ASSERT_STATUS(hidet_nccl_set_comms(1, b), HIDET_NCCL_SUCCESS, NULL);
+    ncclComm_t again[1] = {FAKE(3)};
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(1, again), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "already communicator id 0 (owned by the library)");
+    /* One at a time: a fresh id; the same communicator twice names the id it has. */
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt(FAKE(9), &id), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(id, 3);
+    HN_ASSERT_STATUS(hidet_nccl_comm_is_owned(3, &owned), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(owned, 0);
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt(FAKE(9), &id), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "already registered as id 3");
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt(FAKE(7), &id), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "id 1 (in the set_comms pool)");
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt(FAKE(3), &id), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "id 0 (owned");
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt(NULL, &id), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comm");
+    /* A new pool replaces the old one only: the owned and the adopted ids stay. */
+    ncclComm_t next[1] = {FAKE(5)};
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(1, next), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(1, &c), HIDET_NCCL_ERROR_INVALID_COMM, "replaced by hidet_nccl_set_comms");
+    HN_ASSERT_STATUS(hidet_nccl_comm_lookup(FAKE(7), &id), HIDET_NCCL_ERROR_INVALID_COMM, "not registered");
+    HN_ASSERT_STATUS(hidet_nccl_comm_lookup(FAKE(5), &id), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(id, 4);
+    HN_ASSERT_STATUS(hidet_nccl_comm_lookup(FAKE(9), &id), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(id, 3);
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(0, &c), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_PTR_EQUAL(c, FAKE(3));
+    /* Destroying the adopted id drops it; the communicator is the caller's. */
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(3), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt(FAKE(9), &id), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(id, 5);
+    /* Take the owned fake back out without NCCL seeing it. */
+    HN_ASSERT_STATUS(hidet_nccl__registry_kill(owned_id, NULL, &c, &owned), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(owned, 1);
+    HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
+    /* With nothing else live, the pool is numbered from 0 again, as the seed did. */
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt(FAKE(9), &id), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(id), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(2, pool), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_comm_lookup(FAKE(7), &id), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(id, 0);
     HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
 }
 
@@ -101,6 +141,9 @@ static void test_set_comms_arguments(void) {
     HN_ASSERT_STATUS(hidet_nccl_set_comms(-1, with_null), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "-1");
     HN_ASSERT_STATUS(hidet_nccl_set_comms(2, NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms is NULL");
     HN_ASSERT_STATUS(hidet_nccl_set_comms(3, with_null), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms[1] of 3");
+    ncclComm_t twice[3] = {FAKE(0), FAKE(1), FAKE(0)};
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(3, twice), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "comms[0] and comms[2] are the same communicator");
     HN_ASSERT_STATUS(hidet_nccl_comm_count(NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "count");
 }
 
@@ -149,7 +192,7 @@ int main(void) {
         {"destroy a borrowed communicator twice", test_destroy_borrowed_twice},
         {"finalize twice, ids after finalize", test_finalize_twice_and_ids_after},
         {"set_comms replaces borrowed communicators", test_set_comms_replaces_borrowed},
-        {"set_comms refuses to drop owned communicators", test_set_comms_refuses_to_drop_owned},
+        {"owned, adopted and pooled communicators together", test_owned_and_borrowed_mix},
         {"set_comms arguments", test_set_comms_arguments},
         {"8 threads get unique ids", test_threads_get_unique_ids},
         {NULL, NULL},

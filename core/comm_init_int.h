@@ -1,0 +1,17 @@
+/* Internal: owned communicators from a unique id (core/comm_init.c). */
+#ifndef HIDET_NCCL_CORE_COMM_INIT_INT_H_
+#define HIDET_NCCL_CORE_COMM_INIT_INT_H_
+
+#include <nccl.h>
+
+#include "hidet_nccl/hidet_nccl.h"
+
+/* One rank's owned communicator on the current device, awaited up to timeout seconds. */
+hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *id, int rank, double timeout,
+                                          int *comm_id);
+
+/* Whether communicators are made blocking: yes unless HIDET_NCCL_NONBLOCKING=1. A bad value
+ * of the setting is an error. */
+hidet_nccl_status_t hidet_nccl__want_blocking(int *blocking);
+
+#endif
