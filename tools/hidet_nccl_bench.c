@@ -3,6 +3,7 @@
  * and the time to a ready communicator through each bootstrap against the raw path.
  *
  *   mpirun -np 2 hidet-nccl-bench [-b 8] [-e 128M] [-f 2] [-n 20] [-w 5] [-d float32] [-o sum] [-c 1] [-r 3]
+ *                                 [-T tmpdir]
  *   hidet-nccl-run -n 2 hidet-nccl-bench ...     (no MPI: no init comparison)
  *
  * busbw = algbw * 2(n-1)/n. Each size runs the library and raw NCCL alternately, -r times
@@ -16,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/nccl_loader_int.h"
 #include "hidet_nccl/bootstrap_mpi.h"
-#include "tests/gpu/reference.h"
+#include "tests/support/raw_nccl.h"
+#include "tests/support/reference.h"
 
 static struct {
     size_t min_bytes, max_bytes;
@@ -28,7 +29,8 @@ static struct {
     hidet_nccl_op_t op;
     int use_mpi;
     int rank, nranks;
-} o = {8, 128u << 20, 2, 20, 5, 1, 3, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, 0, 0, 1};
+    const char *tmpdir;
+} o = {8, 128u << 20, 2, 20, 5, 1, 3, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, 0, 0, 1, "/tmp"};
 
 #define DIE(...)                                                       \
     do {                                                               \
@@ -76,7 +78,7 @@ static void barrier(void) {
 }
 
 typedef struct {
-    const hn_nccl_t *nccl;
+    const hn_raw_nccl_t *nccl;
     ncclComm_t comm;
     int id;
     cudaStream_t stream;
@@ -145,9 +147,9 @@ static double graph_latency(const ctx_t *c, int raw, void *buf, size_t count) {
     return seconds / (launches * per_graph);
 }
 
-/* For reference: 8-byte latency on a raw *blocking* communicator (the library makes
- * non-blocking ones, so that init can time out; NCCL may enqueue on those asynchronously). */
-static void blocking_reference(const hn_nccl_t *nccl, ncclComm_t comm) {
+/* For reference: 8-byte latency on a communicator made by raw ncclCommInitRank, beside the
+ * library's (blocking too, made on a helper thread against the deadline). */
+static void blocking_reference(const hn_raw_nccl_t *nccl, ncclComm_t comm) {
     ctx_t c;
     memset(&c, 0, sizeof c);
     c.nccl = nccl;
@@ -173,10 +175,10 @@ static void blocking_reference(const hn_nccl_t *nccl, ncclComm_t comm) {
 
 /* Time to a ready communicator: raw (ncclGetUniqueId + MPI_Bcast + ncclCommInitRank), the
  * library over MPI, the library over the shared-file bootstrap; medians of `reps` runs. */
-static void init_times(const hn_nccl_t *nccl, int reps) {
+static void init_times(const hn_raw_nccl_t *nccl, int reps) {
     char dir[256] = "";
     if (o.rank == 0) {
-        snprintf(dir, sizeof dir, "%s/hidet-nccl-bench-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        snprintf(dir, sizeof dir, "%s/hidet-nccl-bench-XXXXXX", o.tmpdir);
         if (mkdtemp(dir) == NULL) DIE("mkdtemp: cannot make a rendezvous directory");
     }
     MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
@@ -240,9 +242,9 @@ static void init_times(const hn_nccl_t *nccl, int reps) {
     }
 }
 
-int main(int argc, char **argv) {
+static void parse_options(int argc, char **argv) {
     int c;
-    while ((c = getopt(argc, argv, "b:e:f:n:w:d:o:c:r:h")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:n:w:d:o:c:r:T:h")) != -1) {
         switch (c) {
             case 'b': o.min_bytes = parse_size(optarg); break;
             case 'e': o.max_bytes = parse_size(optarg); break;
@@ -251,39 +253,46 @@ int main(int argc, char **argv) {
             case 'w': o.warmup = atoi(optarg); break;
             case 'c': o.check = atoi(optarg); break;
             case 'r': o.reps = atoi(optarg); break;
+            case 'T': o.tmpdir = optarg; break;
             case 'd': HN(hidet_nccl_dtype_from_name(optarg, &o.dtype)); break;
             case 'o': HN(hidet_nccl_op_from_name(optarg, &o.op)); break;
             default:
                 fprintf(stderr, "usage: %s [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] "
-                                "[-d dtype] [-o op] [-c check 0/1] [-r reps]\n", argv[0]);
-                return c == 'h' ? 0 : 2;
+                                "[-d dtype] [-o op] [-c check 0/1] [-r reps] [-T tmpdir]\n", argv[0]);
+                exit(c == 'h' ? 0 : 2);
         }
     }
     if (o.factor <= 1 || o.iters < 1 || o.reps < 1 || o.min_bytes > o.max_bytes) DIE("bad options");
-    o.use_mpi = getenv("HIDET_NCCL_RENDEZVOUS_DIR") == NULL; /* under hidet-nccl-run: no MPI */
-    double start = now();
+}
+
+/* MPI unless started by hidet-nccl-run (a rendezvous directory set): the communicator, the
+ * raw NCCL beside it, and the header lines. */
+static void start(int *argc, char ***argv, ctx_t *ctx) {
+    const char *dir = NULL;
+    HN(hidet_nccl_setting("HIDET_NCCL_RENDEZVOUS_DIR", &dir, NULL));
+    o.use_mpi = dir == NULL;
+    double t0 = now();
     int id;
     if (o.use_mpi) {
-        MPI_Init(&argc, &argv);
+        MPI_Init(argc, argv);
         HN(hidet_nccl_mpi_init(&id));
     } else {
         HN(hidet_nccl_init(&id));
     }
-    double ready = now() - start;
+    double ready = now() - t0;
     HN(hidet_nccl_comm_rank(id, &o.rank));
     HN(hidet_nccl_comm_size(id, &o.nranks));
-    ctx_t ctx;
-    ctx.id = id;
-    HN(hidet_nccl_get_comm(id, &ctx.comm));
-    HN(hidet_nccl__nccl(&ctx.nccl));
-    HN(hidet_nccl_reduction(o.dtype, o.op, &ctx.red));
-    CU(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
-    size_t esize;
-    HN(hidet_nccl_dtype_size(o.dtype, &esize));
-    const char *dname, *oname, *path;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->id = id;
+    HN(hidet_nccl_get_comm(id, &ctx->comm));
+    static hn_raw_nccl_t raw;
+    char why[256];
+    if (hn_raw_nccl(&raw, why, sizeof why) != 0) DIE("raw NCCL: %s", why);
+    ctx->nccl = &raw;
+    HN(hidet_nccl_reduction(o.dtype, o.op, &ctx->red));
+    CU(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+    const char *path;
     int version;
-    hidet_nccl_dtype_name(o.dtype, &dname);
-    hidet_nccl_op_name(o.op, &oname);
     hidet_nccl_library_path(&path);
     hidet_nccl_nccl_version(&version);
     if (o.rank == 0) {
@@ -296,90 +305,107 @@ int main(int argc, char **argv) {
                version % 100, path);
         printf("# program start to ready communicator: %.3f s\n", ready);
     }
-    if (o.use_mpi) init_times(ctx.nccl, 5);
+}
 
-    size_t max_count = o.max_bytes / esize;
-    size_t nccl_max = max_count * ctx.red.count_multiplier;
-    size_t nbytes = nccl_max * hn_ref_elem_size(ctx.red.nccl_dtype);
+static void print_table_head(void) {
+    if (o.rank != 0) return;
+    printf("#\n# %d iterations per timing, fastest of %d alternating runs; ratio = library busbw / raw busbw\n",
+           o.iters, o.reps);
+    printf("#%11s %12s %9s %6s |%10s %8s %8s %6s |%10s %8s %8s %6s |%10s %8s %10s %8s |%7s %7s\n", "size", "count",
+           "type", "redop", "oop time", "algbw", "busbw", "#wrong", "ip time", "algbw", "busbw", "#wrong", "raw oop",
+           "busbw", "raw ip", "busbw", "ratio", "ratio");
+    printf("#%11s %12s %9s %6s |%10s %8s %8s %6s |%10s %8s %8s %6s |%10s %8s %10s %8s |%7s %7s\n", "(B)",
+           "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+           "(us)", "(GB/s)", "oop", "ip");
+}
+
+/* Host buffers of the checked runs: the input of every size (a prefix of it) and the result. */
+typedef struct {
     void *send, *recv;
-    CU(cudaMalloc(&send, nbytes));
-    CU(cudaMalloc(&recv, nbytes));
-    unsigned char *in = NULL, *want = NULL, *got = NULL;
+    unsigned char *in, *want, *got;
+} buffers_t;
+
+/* One row of the table: out of place then in place, each checked once from fresh data, then
+ * the library and raw NCCL timed alternately. */
+static void measure_size(const ctx_t *ctx, const buffers_t *b, size_t count, size_t esize) {
+    size_t bytes = count * esize;
+    size_t n = count * ctx->red.count_multiplier, eb = hn_ref_elem_size(ctx->red.nccl_dtype), nb = n * eb;
+    long wrong[2] = {0, 0};
+    double t_lib[2] = {1e30, 1e30}, t_raw[2] = {1e30, 1e30};
+    for (int ip = 0; ip < 2; ip++) {
+        void *src = ip ? b->recv : b->send;
+        if (o.check) {
+            /* On the benchmark's own (non-blocking) stream: a plain cudaMemcpy from pageable
+             * memory may return before its DMA lands, and that stream would not wait for it. */
+            CU(cudaMemcpyAsync(src, b->in, nb, cudaMemcpyHostToDevice, ctx->stream));
+            one(ctx, 0, src, b->recv, count);
+            CU(cudaMemcpyAsync(b->got, b->recv, nb, cudaMemcpyDeviceToHost, ctx->stream));
+            CU(cudaStreamSynchronize(ctx->stream));
+            for (size_t i = 0; i < n; i++) wrong[ip] += memcmp(b->got + i * eb, b->want + i * eb, eb) != 0;
+        }
+        for (int w = 0; w < o.warmup; w++) {
+            one(ctx, 0, src, b->recv, count);
+            one(ctx, 1, src, b->recv, count);
+        }
+        for (int r = 0; r < o.reps; r++) { /* alternate, so drift hits both alike */
+            double lib = timed(ctx, 0, src, b->recv, count, o.iters);
+            double raw = timed(ctx, 1, src, b->recv, count, o.iters);
+            if (lib < t_lib[ip]) t_lib[ip] = lib;
+            if (raw < t_raw[ip]) t_raw[ip] = raw;
+        }
+    }
+    if (o.rank != 0) return;
+    const char *dname, *oname;
+    hidet_nccl_dtype_name(o.dtype, &dname);
+    hidet_nccl_op_name(o.op, &oname);
+    double bus = 2.0 * (o.nranks - 1) / o.nranks, alg[2], rawbus[2];
+    for (int ip = 0; ip < 2; ip++) {
+        alg[ip] = bytes / t_lib[ip] / 1e9;
+        rawbus[ip] = bytes / t_raw[ip] / 1e9 * bus;
+    }
+    printf("%12zu %12zu %9s %6s |%10.2f %8.2f %8.2f %6ld |%10.2f %8.2f %8.2f %6ld |%10.2f %8.2f %10.2f %8.2f "
+           "|%7.3f %7.3f\n",
+           bytes, count, dname, oname, t_lib[0] * 1e6, alg[0], alg[0] * bus, o.check ? wrong[0] : -1, t_lib[1] * 1e6,
+           alg[1], alg[1] * bus, o.check ? wrong[1] : -1, t_raw[0] * 1e6, rawbus[0], t_raw[1] * 1e6, rawbus[1],
+           alg[0] * bus / rawbus[0], alg[1] * bus / rawbus[1]);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    parse_options(argc, argv);
+    ctx_t ctx;
+    start(&argc, &argv, &ctx);
+    if (o.use_mpi) init_times(ctx.nccl, 5);
+    size_t esize;
+    HN(hidet_nccl_dtype_size(o.dtype, &esize));
+    size_t nccl_max = o.max_bytes / esize * ctx.red.count_multiplier;
+    size_t nbytes = nccl_max * hn_ref_elem_size(ctx.red.nccl_dtype);
+    buffers_t b = {NULL, NULL, NULL, NULL, NULL};
+    CU(cudaMalloc(&b.send, nbytes));
+    CU(cudaMalloc(&b.recv, nbytes));
     if (o.check) {
-        in = malloc(nbytes);
-        want = malloc(nbytes);
-        got = malloc(nbytes);
-        if (!in || !want || !got) DIE("out of host memory for %zu bytes (use -c 0)", nbytes);
-        hn_ref_fill(o.dtype, o.op, o.rank, nccl_max, in); /* a prefix of it is the input of every size */
-        hn_ref_expected(o.dtype, o.op, o.nranks, nccl_max, want);
+        b.in = malloc(nbytes);
+        b.want = malloc(nbytes);
+        b.got = malloc(nbytes);
+        if (!b.in || !b.want || !b.got) DIE("out of host memory for %zu bytes (use -c 0)", nbytes);
+        hn_ref_fill(o.dtype, o.op, o.rank, nccl_max, b.in); /* a prefix of it is the input of every size */
+        hn_ref_expected(o.dtype, o.op, o.nranks, nccl_max, b.want);
     } else {
-        CU(cudaMemset(send, 0, nbytes));
+        CU(cudaMemset(b.send, 0, nbytes));
     }
-    double bus = 2.0 * (o.nranks - 1) / o.nranks;
-    if (o.rank == 0) {
-        printf("#\n# %d iterations per timing, fastest of %d alternating runs; ratio = library busbw / raw busbw\n",
-               o.iters, o.reps);
-        printf("#%11s %12s %9s %6s |%10s %8s %8s %6s |%10s %8s %8s %6s |%10s %8s %10s %8s |%7s %7s\n", "size", "count",
-               "type", "redop", "oop time", "algbw", "busbw", "#wrong", "ip time", "algbw", "busbw", "#wrong",
-               "raw oop", "busbw", "raw ip", "busbw", "ratio", "ratio");
-        printf("#%11s %12s %9s %6s |%10s %8s %8s %6s |%10s %8s %8s %6s |%10s %8s %10s %8s |%7s %7s\n", "(B)",
-               "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
-               "(us)", "(GB/s)", "oop", "ip");
-    }
-    for (double fb = (double)o.min_bytes; fb <= (double)o.max_bytes + 0.5; fb *= o.factor) {
-        size_t count = (size_t)fb / esize;
-        if (count == 0) continue;
-        size_t bytes = count * esize;
-        size_t n = count * ctx.red.count_multiplier, nb = n * hn_ref_elem_size(ctx.red.nccl_dtype);
-        long wrong[2] = {0, 0};
-        double t_lib[2] = {1e30, 1e30}, t_raw[2] = {1e30, 1e30};
-        for (int ip = 0; ip < 2; ip++) {
-            void *src = ip ? recv : send;
-            if (o.check) { /* one checked run, from fresh data */
-                /* On the benchmark's own (non-blocking) stream: a plain cudaMemcpy from pageable
-                 * memory may return before its DMA lands, and that stream would not wait for it. */
-                CU(cudaMemcpyAsync(src, in, nb, cudaMemcpyHostToDevice, ctx.stream));
-                one(&ctx, 0, src, recv, count);
-                CU(cudaMemcpyAsync(got, recv, nb, cudaMemcpyDeviceToHost, ctx.stream));
-                CU(cudaStreamSynchronize(ctx.stream));
-                size_t eb = hn_ref_elem_size(ctx.red.nccl_dtype);
-                for (size_t i = 0; i < n; i++) wrong[ip] += memcmp(got + i * eb, want + i * eb, eb) != 0;
-            }
-            for (int w = 0; w < o.warmup; w++) {
-                one(&ctx, 0, src, recv, count);
-                one(&ctx, 1, src, recv, count);
-            }
-            for (int r = 0; r < o.reps; r++) { /* alternate, so drift hits both alike */
-                double a = timed(&ctx, 0, src, recv, count, o.iters);
-                double b = timed(&ctx, 1, src, recv, count, o.iters);
-                if (a < t_lib[ip]) t_lib[ip] = a;
-                if (b < t_raw[ip]) t_raw[ip] = b;
-            }
-        }
-        if (o.rank == 0) {
-            double alg[2], rawbus[2];
-            for (int ip = 0; ip < 2; ip++) {
-                alg[ip] = bytes / t_lib[ip] / 1e9;
-                rawbus[ip] = bytes / t_raw[ip] / 1e9 * bus;
-            }
-            printf("%12zu %12zu %9s %6s |%10.2f %8.2f %8.2f %6ld |%10.2f %8.2f %8.2f %6ld |%10.2f %8.2f %10.2f %8.2f "
-                   "|%7.3f %7.3f\n",
-                   bytes, count, dname, oname, t_lib[0] * 1e6, alg[0], alg[0] * bus, o.check ? wrong[0] : -1,
-                   t_lib[1] * 1e6, alg[1], alg[1] * bus, o.check ? wrong[1] : -1, t_raw[0] * 1e6, rawbus[0],
-                   t_raw[1] * 1e6, rawbus[1], alg[0] * bus / rawbus[0], alg[1] * bus / rawbus[1]);
-            fflush(stdout);
-        }
-    }
+    print_table_head();
+    for (double fb = (double)o.min_bytes; fb <= (double)o.max_bytes + 0.5; fb *= o.factor)
+        if ((size_t)fb / esize > 0) measure_size(&ctx, &b, (size_t)fb / esize, esize);
     size_t small = 8 / esize ? 8 / esize : 1;
-    double g_lib = graph_latency(&ctx, 0, recv, small), g_raw = graph_latency(&ctx, 1, recv, small);
+    double g_lib = graph_latency(&ctx, 0, b.recv, small), g_raw = graph_latency(&ctx, 1, b.recv, small);
     if (o.rank == 0)
         printf("# CUDA-graph-captured all_reduce of %zu B (100 per graph, replayed): library %.2f us, raw %.2f us per "
                "call\n", small * esize, g_lib * 1e6, g_raw * 1e6);
-    cudaFree(send);
-    cudaFree(recv);
-    free(in);
-    free(want);
-    free(got);
+    cudaFree(b.send);
+    cudaFree(b.recv);
+    free(b.in);
+    free(b.want);
+    free(b.got);
     HN(hidet_nccl_finalize());
     if (o.use_mpi) MPI_Finalize();
     return 0;

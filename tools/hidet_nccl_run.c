@@ -23,12 +23,19 @@
 
 #define MAX_RANKS 4096
 
+/* One output stream of a rank: the pipe it writes into, the line being assembled, and where
+ * its lines go (our stdout or stderr, unless the rank has a log file). */
+typedef struct {
+    int fd; /* -1: none, or closed */
+    int dest;
+    char partial[4096];
+    size_t len;
+} stream_t;
+
 typedef struct {
     pid_t pid;
-    int out_fd, err_fd; /* pipes from the rank, or -1 */
-    int log_fd;         /* --output-dir file, or -1 */
-    char out_partial[4096], err_partial[4096];
-    size_t out_len, err_len;
+    stream_t out[2]; /* stdout, stderr */
+    int log_fd;      /* --output-dir file, or -1 */
     int done;
     int status;
 } rank_t;
@@ -178,26 +185,46 @@ static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, 
     _exit(127);
 }
 
-static void flush_line(const rank_t *r, int rank, int fd_out, const char *partial, size_t len) {
+static void flush_line(const rank_t *r, int rank, const stream_t *s) {
     char line[4200];
     char prefix[24] = "";
     if (g.tag_output) snprintf(prefix, sizeof prefix, "[%d] ", rank);
-    int m = snprintf(line, sizeof line, "%s%.*s%s", prefix, (int)len, partial, partial[len - 1] == '\n' ? "" : "\n");
-    if (m > 0 && write(r->log_fd >= 0 ? r->log_fd : fd_out, line, (size_t)m) < 0) { /* nowhere to report it */ }
+    int m = snprintf(line, sizeof line, "%s%.*s%s", prefix, (int)s->len, s->partial,
+                     s->partial[s->len - 1] == '\n' ? "" : "\n");
+    if (m > 0 && write(r->log_fd >= 0 ? r->log_fd : s->dest, line, (size_t)m) < 0) { /* nowhere to report it */ }
 }
 
 /* Passes data on line by line (prefixed with [rank] when tagging); eof flushes the rest. */
-static void emit(rank_t *r, int rank, int fd_out, char *partial, size_t *len, const char *data, size_t n, int eof) {
+static void emit(const rank_t *r, int rank, stream_t *s, const char *data, size_t n, int eof) {
     for (size_t i = 0; i < n; i++) {
-        partial[(*len)++] = data[i];
-        if (data[i] == '\n' || *len == 4095) {
-            flush_line(r, rank, fd_out, partial, *len);
-            *len = 0;
+        s->partial[s->len++] = data[i];
+        if (data[i] == '\n' || s->len == sizeof s->partial - 1) {
+            flush_line(r, rank, s);
+            s->len = 0;
         }
     }
-    if (eof && *len) {
-        flush_line(r, rank, fd_out, partial, *len);
-        *len = 0;
+    if (eof && s->len) {
+        flush_line(r, rank, s);
+        s->len = 0;
+    }
+}
+
+/* Reads what is there (all of it when draining) and passes it on; at the end of the stream
+ * flushes the last line and closes it. */
+static void pump(rank_t *r, int rank, stream_t *s, int drain) {
+    char buf[4096];
+    for (;;) {
+        ssize_t n = read(s->fd, buf, sizeof buf);
+        if (n > 0) {
+            emit(r, rank, s, buf, (size_t)n, 0);
+            if (drain) continue;
+            return;
+        }
+        if (n < 0 && errno == EINTR && !drain) return;
+        emit(r, rank, s, buf, 0, 1);
+        close(s->fd);
+        s->fd = -1;
+        return;
     }
 }
 
@@ -212,7 +239,8 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int main(int argc, char **argv) {
+/* Options up to PROGRAM; returns the index of PROGRAM in argv. */
+static int parse_args(int argc, char **argv) {
     g.grace_s = 5;
     g.n = -1;
     static const struct option opts[] = {
@@ -233,27 +261,30 @@ int main(int argc, char **argv) {
             case 'r': g.rendezvous_parent = optarg; break;
             case 'g': g.grace_s = parse_seconds(optarg, "--grace"); break;
             case 'k': g.keep_going = 1; break;
-            case 'h': usage(stdout); return 0;
+            case 'h': usage(stdout); exit(0);
             case 'V':
                 printf("hidet-nccl-run %d.%d.%d\n", HIDET_NCCL_VERSION_MAJOR, HIDET_NCCL_VERSION_MINOR,
                        HIDET_NCCL_VERSION_PATCH);
-                return 0;
-            default: usage(stderr); return 2;
+                exit(0);
+            default: usage(stderr); exit(2);
         }
     }
     if (optind >= argc) {
         fprintf(stderr, "hidet-nccl-run: no program to run\n");
         usage(stderr);
-        return 2;
+        exit(2);
     }
-    char **child_argv = argv + optind;
     if (g.n < 0) {
         g.n = visible_gpus();
         if (g.n == 0) die(2, "no GPU is visible (CUDA_VISIBLE_DEVICES, /dev/nvidia*): give the number of ranks with -n");
     }
     if (g.output_dir && mkdir(g.output_dir, 0755) != 0 && errno != EEXIST)
         die(2, "--output-dir %s: %s", g.output_dir, strerror(errno));
+    return optind;
+}
 
+/* A fresh job key, and the job's private rendezvous directory (removed at every exit). */
+static void make_rendezvous(void) {
     unsigned char rnd[8];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) die(1, "getrandom: %s", strerror(errno));
     snprintf(g.key, sizeof g.key, "run-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
@@ -266,8 +297,10 @@ int main(int argc, char **argv) {
         die(1, "cannot make a rendezvous directory in %s: %s", parent, strerror(errno));
     }
     atexit(remove_rendezvous);
+}
 
-    /* Signals arrive through a signalfd, so the loop below sees them in order. */
+/* Signals arrive through a signalfd, so the main loop sees them in order. */
+static int signal_fd(void) {
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
@@ -277,146 +310,156 @@ int main(int argc, char **argv) {
     sigprocmask(SIG_BLOCK, &mask, NULL);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0) die(1, "signalfd: %s", strerror(errno));
+    return sfd;
+}
 
-    g.ranks = calloc((size_t)g.n, sizeof *g.ranks);
-    if (g.ranks == NULL) die(1, "out of memory");
-    int use_pipes = g.tag_output;
-    pid_t self = getpid();
-    for (int i = 0; i < g.n; i++) {
-        rank_t *r = &g.ranks[i];
-        r->out_fd = r->err_fd = r->log_fd = -1;
-        int op[2] = {-1, -1}, ep[2] = {-1, -1};
-        if (g.output_dir) {
-            char path[PATH_MAX];
-            snprintf(path, sizeof path, "%s/rank.%d.log", g.output_dir, i);
-            r->log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (r->log_fd < 0) {
-                signal_all(SIGKILL);
-                die(1, "cannot open %s: %s", path, strerror(errno));
-            }
-        }
-        if (use_pipes && (pipe2(op, O_CLOEXEC) != 0 || pipe2(ep, O_CLOEXEC) != 0)) {
+/* Starts rank i: its log file, its pipes (when tagging), the child. */
+static void spawn(int i, char **child_argv) {
+    rank_t *r = &g.ranks[i];
+    r->log_fd = -1;
+    r->out[0] = (stream_t){.fd = -1, .dest = STDOUT_FILENO};
+    r->out[1] = (stream_t){.fd = -1, .dest = STDERR_FILENO};
+    int op[2] = {-1, -1}, ep[2] = {-1, -1};
+    if (g.output_dir) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/rank.%d.log", g.output_dir, i);
+        r->log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (r->log_fd < 0) {
             signal_all(SIGKILL);
-            die(1, "pipe: %s", strerror(errno));
-        }
-        pid_t pid = fork();
-        if (pid < 0) {
-            signal_all(SIGKILL);
-            die(1, "fork: %s", strerror(errno));
-        }
-        if (pid == 0) start_child(i, op, ep, r->log_fd, self, child_argv);
-        setpgid(pid, pid); /* also here, so the group exists before any kill */
-        r->pid = pid;
-        if (use_pipes) {
-            close(op[1]);
-            close(ep[1]);
-            r->out_fd = op[0];
-            r->err_fd = ep[0];
+            die(1, "cannot open %s: %s", path, strerror(errno));
         }
     }
+    if (g.tag_output && (pipe2(op, O_CLOEXEC) != 0 || pipe2(ep, O_CLOEXEC) != 0)) {
+        signal_all(SIGKILL);
+        die(1, "pipe: %s", strerror(errno));
+    }
+    pid_t self = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        signal_all(SIGKILL);
+        die(1, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) start_child(i, op, ep, r->log_fd, self, child_argv);
+    setpgid(pid, pid); /* also here, so the group exists before any kill */
+    r->pid = pid;
+    if (g.tag_output) {
+        close(op[1]);
+        close(ep[1]);
+        r->out[0].fd = op[0];
+        r->out[1].fd = ep[0];
+    }
+}
 
-    int first_rank = -1, first_code = 0, running = g.n, forwarded = 0;
-    double stop_deadline = -1;
+/* What the main loop tracks. */
+typedef struct {
+    int first_rank, first_code, running, forwarded;
+    double stop_deadline; /* SIGKILL for what is left then; < 0: none */
+} job_t;
+
+/* Forwards SIGINT/SIGTERM/SIGHUP to every rank, and starts the grace period. */
+static void forward_signals(int sfd, job_t *job) {
+    struct signalfd_siginfo si;
+    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo == SIGCHLD) continue; /* reaped below */
+        if (!job->forwarded) fprintf(stderr, "hidet-nccl-run: got signal %d; forwarding it to every rank\n", si.ssi_signo);
+        signal_all((int)si.ssi_signo);
+        job->forwarded = (int)si.ssi_signo;
+        if (job->stop_deadline < 0) job->stop_deadline = now_s() + g.grace_s;
+    }
+}
+
+/* Collects exited ranks; the first failure stops the others (unless --keep-going). */
+static void reap(job_t *job) {
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) return;
+        for (int i = 0; i < g.n; i++) {
+            rank_t *r = &g.ranks[i];
+            if (r->pid != pid || r->done) continue;
+            r->done = 1;
+            r->status = status;
+            job->running--;
+            int failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+            if (failed && job->first_rank < 0 && !job->forwarded) {
+                job->first_rank = i;
+                job->first_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                if (job->running > 0 && !g.keep_going) {
+                    signal_all(SIGTERM);
+                    job->stop_deadline = now_s() + g.grace_s;
+                }
+            }
+        }
+    }
+}
+
+/* Until every rank has exited: output, signals, exits, and the grace period's end. */
+static void run_loop(int sfd, job_t *job) {
     struct pollfd *fds = calloc((size_t)(2 * g.n + 1), sizeof *fds);
-    while (running > 0) {
+    if (fds == NULL) die(1, "out of memory");
+    while (job->running > 0) {
         int k = 0;
         fds[k++] = (struct pollfd){sfd, POLLIN, 0};
-        for (int i = 0; i < g.n; i++) {
-            fds[k++] = (struct pollfd){g.ranks[i].out_fd, POLLIN, 0};
-            fds[k++] = (struct pollfd){g.ranks[i].err_fd, POLLIN, 0};
-        }
+        for (int i = 0; i < g.n; i++)
+            for (int w = 0; w < 2; w++) fds[k++] = (struct pollfd){g.ranks[i].out[w].fd, POLLIN, 0};
         int wait_ms = -1;
-        if (stop_deadline > 0) {
-            double left = stop_deadline - now_s();
+        if (job->stop_deadline > 0) {
+            double left = job->stop_deadline - now_s();
             wait_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
         }
         int pr = poll(fds, (nfds_t)k, wait_ms);
         if (pr < 0 && errno != EINTR) break;
-        if (stop_deadline > 0 && now_s() >= stop_deadline) {
+        if (job->stop_deadline > 0 && now_s() >= job->stop_deadline) {
             signal_all(SIGKILL);
-            stop_deadline = -1;
+            job->stop_deadline = -1;
         }
-        for (int i = 0; i < g.n; i++) { /* output */
-            rank_t *r = &g.ranks[i];
+        for (int i = 0; i < g.n; i++)
             for (int w = 0; w < 2; w++) {
-                struct pollfd *p = &fds[1 + 2 * i + w];
-                if (p->fd < 0 || !(p->revents & (POLLIN | POLLHUP | POLLERR))) continue;
-                char buf[4096];
-                ssize_t n = read(p->fd, buf, sizeof buf);
-                if (n > 0) {
-                    emit(r, i, w ? STDERR_FILENO : STDOUT_FILENO, w ? r->err_partial : r->out_partial,
-                         w ? &r->err_len : &r->out_len, buf, (size_t)n, 0);
-                } else if (n == 0 || errno != EINTR) {
-                    emit(r, i, w ? STDERR_FILENO : STDOUT_FILENO, w ? r->err_partial : r->out_partial,
-                         w ? &r->err_len : &r->out_len, buf, 0, 1);
-                    close(p->fd);
-                    if (w) r->err_fd = -1;
-                    else r->out_fd = -1;
-                }
+                const struct pollfd *p = &fds[1 + 2 * i + w];
+                if (p->fd >= 0 && (p->revents & (POLLIN | POLLHUP | POLLERR))) pump(&g.ranks[i], i, &g.ranks[i].out[w], 0);
             }
-        }
-        struct signalfd_siginfo si;
-        while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-            if (si.ssi_signo == SIGCHLD) continue; /* reaped below */
-            if (!forwarded) fprintf(stderr, "hidet-nccl-run: got signal %d; forwarding it to every rank\n", si.ssi_signo);
-            signal_all((int)si.ssi_signo);
-            forwarded = (int)si.ssi_signo;
-            if (stop_deadline < 0) stop_deadline = now_s() + g.grace_s;
-        }
-        for (;;) { /* reap */
-            int status;
-            pid_t pid = waitpid(-1, &status, WNOHANG);
-            if (pid <= 0) break;
-            for (int i = 0; i < g.n; i++) {
-                rank_t *r = &g.ranks[i];
-                if (r->pid != pid || r->done) continue;
-                r->done = 1;
-                r->status = status;
-                running--;
-                int failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-                if (failed && first_rank < 0 && !forwarded) {
-                    first_rank = i;
-                    first_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-                    if (running > 0 && !g.keep_going) {
-                        signal_all(SIGTERM);
-                        stop_deadline = now_s() + g.grace_s;
-                    }
-                }
-            }
-        }
+        forward_signals(sfd, job);
+        reap(job);
     }
-    /* Drain what is left in the pipes. */
-    for (int i = 0; i < g.n; i++) {
-        rank_t *r = &g.ranks[i];
-        for (int w = 0; w < 2; w++) {
-            int fd = w ? r->err_fd : r->out_fd;
-            if (fd < 0) continue;
-            char buf[4096];
-            ssize_t n;
-            while ((n = read(fd, buf, sizeof buf)) > 0)
-                emit(r, i, w ? STDERR_FILENO : STDOUT_FILENO, w ? r->err_partial : r->out_partial,
-                     w ? &r->err_len : &r->out_len, buf, (size_t)n, 0);
-            emit(r, i, w ? STDERR_FILENO : STDOUT_FILENO, w ? r->err_partial : r->out_partial,
-                 w ? &r->err_len : &r->out_len, buf, 0, 1);
-            close(fd);
-        }
-        if (r->log_fd >= 0) close(r->log_fd);
-    }
-    remove_rendezvous();
-    if (first_rank >= 0) {
-        int st = g.ranks[first_rank].status;
+    free(fds);
+}
+
+/* The exit code: the first failing rank's, 128+signal when stopped by one, else 0. */
+static int report(const job_t *job) {
+    if (job->first_rank >= 0) {
+        int st = g.ranks[job->first_rank].status;
         const char *others = g.keep_going ? "the other ranks were left to finish (--keep-going)"
                                           : "the other ranks were stopped";
         if (WIFEXITED(st))
-            fprintf(stderr, "hidet-nccl-run: rank %d exited with code %d; %s\n", first_rank, first_code, others);
+            fprintf(stderr, "hidet-nccl-run: rank %d exited with code %d; %s\n", job->first_rank, job->first_code,
+                    others);
         else
-            fprintf(stderr, "hidet-nccl-run: rank %d was killed by signal %d (%s); %s\n", first_rank, WTERMSIG(st),
-                    strsignal(WTERMSIG(st)), others);
-        return first_code;
+            fprintf(stderr, "hidet-nccl-run: rank %d was killed by signal %d (%s); %s\n", job->first_rank,
+                    WTERMSIG(st), strsignal(WTERMSIG(st)), others);
+        return job->first_code;
     }
-    if (forwarded) {
-        fprintf(stderr, "hidet-nccl-run: stopped by signal %d (%s)\n", forwarded, strsignal(forwarded));
-        return 128 + forwarded;
+    if (job->forwarded) {
+        fprintf(stderr, "hidet-nccl-run: stopped by signal %d (%s)\n", job->forwarded, strsignal(job->forwarded));
+        return 128 + job->forwarded;
     }
     return 0;
+}
+
+int main(int argc, char **argv) {
+    char **child_argv = argv + parse_args(argc, argv);
+    make_rendezvous();
+    int sfd = signal_fd();
+    g.ranks = calloc((size_t)g.n, sizeof *g.ranks);
+    if (g.ranks == NULL) die(1, "out of memory");
+    for (int i = 0; i < g.n; i++) spawn(i, child_argv);
+    job_t job = {-1, 0, g.n, 0, -1};
+    run_loop(sfd, &job);
+    for (int i = 0; i < g.n; i++) { /* what is left in the pipes */
+        rank_t *r = &g.ranks[i];
+        for (int w = 0; w < 2; w++)
+            if (r->out[w].fd >= 0) pump(r, i, &r->out[w], 1);
+        if (r->log_fd >= 0) close(r->log_fd);
+    }
+    remove_rendezvous();
+    return report(&job);
 }

@@ -20,10 +20,10 @@
 #include <time.h>
 
 #include "hidet_nccl/bootstrap.h"
-#include "core/nccl_loader_int.h"
 #include "tests/gpu/check_all.h"
 #include "tests/gpu/now.h"
-#include "tests/gpu/reference.h"
+#include "tests/support/raw_nccl.h"
+#include "tests/support/reference.h"
 #ifdef HN_SUITE_MPI
 #include <mpi.h>
 
@@ -213,14 +213,17 @@ static void lib_cycle(int k) {
 /* The same cycle through raw NCCL (ncclGetUniqueId, the bootstrap's broadcast,
  * ncclCommInitRank, ncclAllReduce, ncclCommDestroy): what NCCL itself keeps per cycle. */
 static void raw_cycle(int k) {
-    const hn_nccl_t *n;
+    hn_raw_nccl_t raw, *n = &raw;
+    memset(&raw, 0, sizeof raw);
+    char why[256] = "";
     hidet_nccl_bootstrap_h bs = NULL;
 #ifdef HN_SUITE_MPI
     EXPECT(hidet_nccl_bootstrap_mpi(MPI_COMM_WORLD, &bs) == HIDET_NCCL_SUCCESS, "raw cycle bootstrap");
 #else
     EXPECT(hidet_nccl_bootstrap_from_env(&bs) == HIDET_NCCL_SUCCESS, "raw cycle bootstrap");
 #endif
-    if (bs == NULL || hidet_nccl__nccl(&n) != HIDET_NCCL_SUCCESS) return;
+    EXPECT(hn_raw_nccl(&raw, why, sizeof why) == 0, "raw NCCL: %s", why);
+    if (bs == NULL || raw.AllReduce == NULL) return;
     int rank = -1, size = 0;
     hidet_nccl_bootstrap_rank(bs, &rank, &size);
     ncclUniqueId uid;
