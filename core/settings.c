@@ -134,7 +134,7 @@ static void parse_one(snapshot_t *s, int i) {
             int integral = k_settings[i].kind == KIND_INT;
             int in_range = integral ? x >= k_settings[i].min : x > k_settings[i].min;
             if (errno == 0 && *end == '\0' && isfinite(x) && in_range && x <= k_settings[i].max &&
-                (!integral || x == floor(x))) {
+                (!integral || x == (double)(long long)x)) {
                 s->number[i] = x;
                 return;
             }
