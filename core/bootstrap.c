@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "core/bootstrap_int.h"
+#include "core/bootstrap_table_int.h"
+#include "core/bootstrap_v1_int.h"
 #include "core/error_int.h"
 #include "core/settings_int.h"
 

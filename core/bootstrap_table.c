@@ -1,7 +1,7 @@
 /* The bootstrap backends built into libhidet_nccl.a. A backend is found here by name, never
  * by a call into its folder; the MPI backend lives in libhidet_nccl_mpi.a and is started by
  * hidet_nccl_mpi_init. */
-#include "core/bootstrap_int.h"
+#include "core/bootstrap_table_int.h"
 
 const hn_builtin_bootstrap_t hidet_nccl__builtin_bootstraps[] = {
     /* hidet-nccl-run sets the directory; under Slurm the user does (a shared file system). */

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/bootstrap_int.h"
+#include "core/bootstrap_v1_int.h"
+#include "core/kit.h"
 
 typedef struct {
     const hidet_nccl_bootstrap_v1_t *v1;

@@ -15,9 +15,10 @@ static hidet_nccl_status_t release(const hn_nccl_t *n, ncclComm_t comm, int id) 
     char what[96];
     snprintf(what, sizeof what, "ncclCommFinalize of communicator id %d", id);
     if (n->CommFinalize != NULL) {
-        double timeout = 300; /* a bad HIDET_NCCL_TIMEOUT must not keep a communicator alive */
-        hidet_nccl_status_t st = hidet_nccl__timeout_seconds(&timeout);
-        if (st != HIDET_NCCL_SUCCESS) timeout = 300;
+        /* The setting's text is its default when the environment's value is bad: a bad
+         * HIDET_NCCL_TIMEOUT must not keep a communicator alive, nor leave a message. */
+        double timeout = atof(hidet_nccl__setting_str(HN_SETTING_TIMEOUT));
+        hidet_nccl_status_t st;
         ncclResult_t r = n->CommFinalize(comm);
         if (r != ncclSuccess && r != ncclInProgress) {
             n->CommAbort(comm);

@@ -1,4 +1,6 @@
-/* hidet_nccl_comm_init: a communicator from a bootstrap (GPU choice, id broadcast, init). */
+/* Communicators from a bootstrap: hidet_nccl_comm_init (GPU choice, placement check, id
+ * broadcast, init), and the one-call starts built on it (hidet_nccl_init, and
+ * hidet_nccl__comm_init_over for hidet_nccl_mpi_comm_init). */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,8 +101,10 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl__comm_init_then_release(hidet_nccl_bootstrap_h bs, const hidet_nccl_init_options_t *options,
-                                                       int *comm_id) {
+/* hidet_nccl_comm_init over bs, then bs destroyed. When init fails its message is kept over
+ * the release's. */
+static hidet_nccl_status_t comm_init_then_release(hidet_nccl_bootstrap_h bs, const hidet_nccl_init_options_t *options,
+                                                  int *comm_id) {
     hidet_nccl_status_t st = hidet_nccl_comm_init(bs, options, comm_id);
     if (st == HIDET_NCCL_SUCCESS) return hidet_nccl_bootstrap_destroy(bs); /* a failed release has its message */
     char saved[4096];
@@ -121,5 +125,15 @@ hidet_nccl_status_t hidet_nccl__comm_init_over(const hidet_nccl_bootstrap_t *ops
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "options->timeout_s %g is negative", opt.timeout_s);
     hidet_nccl_bootstrap_h bs;
     HN_CHECK(hidet_nccl__bootstrap_create_timed(ops, params, opt.timeout_s, &bs));
-    return hidet_nccl__comm_init_then_release(bs, &opt, comm_id);
+    return comm_init_then_release(bs, &opt, comm_id);
+}
+
+/* The zero-argument start of an application launched by hidet-nccl-run, by Slurm with a
+ * rendezvous directory, or with HIDET_NCCL_BOOTSTRAP naming a plug-in. */
+hidet_nccl_status_t hidet_nccl_init(int *comm_id) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(comm_id);
+    hidet_nccl_bootstrap_h bs;
+    HN_CHECK(hidet_nccl_bootstrap_from_env(&bs));
+    return comm_init_then_release(bs, NULL, comm_id);
 }

@@ -99,7 +99,7 @@ hidet_nccl_status_t hidet_nccl_group_end(void) {
         return HIDET_NCCL_SUCCESS;
     }
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    double timeout = 300;
+    double timeout = 0; /* read below; finish_splits awaits only after a success */
     if (r != ncclSuccess && r != ncclInProgress) {
         st = hidet_nccl__nccl_fail(__func__, "ncclGroupEnd", r, NULL);
     } else {

@@ -120,7 +120,7 @@ typedef enum {
     HN_NUM_SETTINGS
 } hn_setting_t;
 
-/* The value as text: the environment's if set (and valid), else the default; NULL when
+/* The value as text: the environment's if set and valid, else the default; NULL when
  * neither. Valid until the process ends. */
 const char *hidet_nccl__setting_str(hn_setting_t id);
 /* 1 if the variable is set to a non-empty value. */
@@ -129,7 +129,7 @@ int hidet_nccl__setting_is_set(hn_setting_t id);
  * variable and the value. */
 const char *hidet_nccl__setting_error(hn_setting_t id);
 /* Numeric settings; a bad value is HIDET_NCCL_ERROR_INVALID_ARGUMENT with the reason as the
- * thread's message. */
+ * thread's message, and *out the default (for a release that must go on regardless). */
 hidet_nccl_status_t hidet_nccl__setting_int(hn_setting_t id, int *out);
 hidet_nccl_status_t hidet_nccl__setting_double(hn_setting_t id, double *out);
 /* HIDET_NCCL_TIMEOUT in seconds (default 300). */

@@ -214,19 +214,20 @@ int hidet_nccl__setting_is_set(hn_setting_t id) { return current()->env[id] != N
 
 const char *hidet_nccl__setting_error(hn_setting_t id) { return id == HN_SETTING_DEBUG ? NULL : current()->error[id]; }
 
+/* The value; on a bad one the default, and the error. */
 static hidet_nccl_status_t number(hn_setting_t id, double *out) {
     const snapshot_t *s = current();
+    *out = s->number[id];
     if (s->error[id] != NULL && id != HN_SETTING_DEBUG)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", s->error[id]);
-    *out = s->number[id];
     return HIDET_NCCL_SUCCESS;
 }
 
 hidet_nccl_status_t hidet_nccl__setting_int(hn_setting_t id, int *out) {
     double x = 0;
-    HN_CHECK(number(id, &x));
+    hidet_nccl_status_t st = number(id, &x);
     *out = (int)x;
-    return HIDET_NCCL_SUCCESS;
+    return st;
 }
 
 hidet_nccl_status_t hidet_nccl__setting_double(hn_setting_t id, double *out) { return number(id, out); }

@@ -284,6 +284,26 @@ static void test_readers_never_come(void) {
                      "1, 2, 3 (3 of 4 ranks)");
     hidet_nccl_bootstrap_destroy(bs);
     CU_ASSERT_EQUAL(count_files(dir, ""), 0);
+    /* A reader that said hello and died: the root publishes, then waits for the hello to go,
+     * within the one deadline of the round (not twice it). */
+    p.nranks = 2;
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_SUCCESS, NULL);
+    uint8_t hello[HN_BF_HEADER + HN_BF_NONCE + 8], nonce[HN_BF_NONCE] = {7};
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/hidet-nccl.lonely.0.hello.1", dir);
+    size_t len = hidet_nccl__bf_encode_hello(hello, sizeof hello, "lonely", 0, 2, 1, nonce, NULL, 0);
+    CU_ASSERT_FATAL(len > 0);
+    put_file(path, hello, len, 0600);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_broadcast(bs, buf, sizeof buf, 0, 0.5), HIDET_NCCL_ERROR_TIMEOUT,
+                     "did not take it within 0.5 s");
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double took = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+    CU_ASSERT(took >= 0.5 && took < 0.9);
+    hidet_nccl_bootstrap_destroy(bs);
+    unlink(path);
+    CU_ASSERT_EQUAL(count_files(dir, ""), 0); /* the announce was removed */
 }
 
 /* 7: a symlink at the path, a file owned by another user, a file writable by group or

@@ -1,7 +1,9 @@
 /* A rank that never arrives at init (run under mpirun -np 2 and 4): the last rank calls
  * MPI_Init but never hidet_nccl_bootstrap_mpi; every other rank gets
  * HIDET_NCCL_ERROR_TIMEOUT, naming the step it waited in, within the deadline plus 2 s:
- * no hang. The bootstrap runs on a copy of MPI_COMM_WORLD, so the world stays usable. */
+ * no hang. The deadline is HIDET_NCCL_TIMEOUT for the bootstrap alone, and options->timeout_s
+ * for hidet_nccl_mpi_comm_init (with HIDET_NCCL_TIMEOUT at 300 s). The bootstrap runs on
+ * copies of MPI_COMM_WORLD, so the world stays usable. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +28,9 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     g_rank = rank;
-    MPI_Comm copy;
+    MPI_Comm copy, copy2;
     MPI_Comm_dup(MPI_COMM_WORLD, &copy);
+    MPI_Comm_dup(MPI_COMM_WORLD, &copy2);
     setenv("HIDET_NCCL_TIMEOUT", "1", 1);
     if (rank != size - 1) {
         double start = now();
@@ -39,8 +42,20 @@ int main(int argc, char **argv) {
         CHECK(strstr(hidet_nccl_last_error(), "within 1.0 s") != NULL);
         CHECK(took >= DEADLINE_S && took <= DEADLINE_S + 2);
         printf("rank %d: error after %.3f s: %s\n", rank, took, hidet_nccl_last_error());
+        setenv("HIDET_NCCL_TIMEOUT", "300", 1);
+        hidet_nccl_settings_reload();
+        hidet_nccl_init_options_t options = HIDET_NCCL_INIT_OPTIONS_INIT;
+        options.timeout_s = DEADLINE_S;
+        int id = -1;
+        start = now();
+        st = hidet_nccl_mpi_comm_init(copy2, &options, &id);
+        took = now() - start;
+        CHECK(st == HIDET_NCCL_ERROR_TIMEOUT);
+        CHECK(strstr(hidet_nccl_last_error(), "MPI_Comm_idup did not complete within 1.0 s") != NULL);
+        CHECK(took >= DEADLINE_S && took <= DEADLINE_S + 2);
+        printf("rank %d: options->timeout_s: error after %.3f s: %s\n", rank, took, hidet_nccl_last_error());
     } else {
-        usleep((useconds_t)((DEADLINE_S + 0.5) * 1e6)); /* absent until the others have given up */
+        usleep((useconds_t)((2 * DEADLINE_S + 1) * 1e6)); /* absent until the others have given up twice */
     }
     int failures = 0, checks = 0;
     MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
