@@ -1,4 +1,5 @@
 /* The monotonic clock and the polling loop every wait of the library uses (core/kit.h). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,7 +19,7 @@ void hidet_nccl__poll_begin(hn_poll_t *p, double timeout_s, double spin_s, long 
     p->sleep_ns = first_ns > 0 ? first_ns : 1;
     p->max_ns = max_ns > p->sleep_ns ? max_ns : p->sleep_ns;
     p->jitter = jitter;
-    p->seed = (unsigned)getpid() ^ (unsigned)(p->start * 1e9);
+    p->seed = (unsigned)getpid() ^ (unsigned)(uint64_t)(p->start * 1e9); /* wraps, as meant */
 }
 
 double hidet_nccl__poll_waited(const hn_poll_t *p) { return hidet_nccl__now() - p->start; }
