@@ -121,7 +121,7 @@ typedef enum {
 } hn_setting_t;
 
 /* The value as text: the environment's if set and valid, else the default; NULL when
- * neither. Valid until the process ends. */
+ * neither. Valid until the second settings reload after the call (copy it to keep it). */
 const char *hidet_nccl__setting_str(hn_setting_t id);
 /* 1 if the variable is set to a non-empty value. */
 int hidet_nccl__setting_is_set(hn_setting_t id);

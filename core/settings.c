@@ -1,7 +1,7 @@
 /* Settings: every environment variable the library reads, declared once (name, type,
  * default, range, documentation), read and parsed once into a snapshot, in the spirit of
- * NCCL's NCCL_PARAM. hidet_nccl_settings_reload() takes a new snapshot; old ones are kept
- * (a reader may still hold their strings), so reloading is for tests and rare programs. */
+ * NCCL's NCCL_PARAM. hidet_nccl_settings_reload() takes a new snapshot and keeps the one
+ * before it (a reader may still hold its strings); the one before that is freed. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -77,7 +77,7 @@ typedef struct snapshot {
     char *error[HN_NUM_SETTINGS];     /* why env is not valid, NULL if it is */
     double number[HN_NUM_SETTINGS];   /* numeric kinds: the value */
     char *launch[NUM_LAUNCHERS][NUM_VARS];
-    struct snapshot *older;           /* kept, never freed */
+    struct snapshot *older;           /* the previous snapshot, kept for one more reload */
 } snapshot_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -146,6 +146,17 @@ static void parse_one(snapshot_t *s, int i) {
                                      v, k_settings[i].max, k_settings[i].doc, k_settings[i].def);
             return;
     }
+}
+
+static void free_snapshot(snapshot_t *s) {
+    if (s == NULL) return;
+    for (int i = 0; i < HN_NUM_SETTINGS; i++) {
+        free(s->env[i]);
+        free(s->error[i]);
+    }
+    for (size_t l = 0; l < NUM_LAUNCHERS; l++)
+        for (int v = 0; v < NUM_VARS; v++) free(s->launch[l][v]);
+    free(s);
 }
 
 static snapshot_t *take_snapshot(snapshot_t *older) {
@@ -324,8 +335,13 @@ hidet_nccl_status_t hidet_nccl_settings_reload(void) {
     HN_ENTER();
     (void)current(); /* the first snapshot exists and has been printed */
     pthread_mutex_lock(&g_lock);
-    snapshot_t *s = take_snapshot(atomic_load_explicit(&g_current, memory_order_relaxed));
-    if (s != NULL) atomic_store_explicit(&g_current, s, memory_order_release);
+    snapshot_t *old = atomic_load_explicit(&g_current, memory_order_relaxed);
+    snapshot_t *s = take_snapshot(old);
+    if (s != NULL) {
+        atomic_store_explicit(&g_current, s, memory_order_release);
+        free_snapshot(old->older); /* two reloads ago */
+        old->older = NULL;
+    }
     pthread_mutex_unlock(&g_lock);
     if (s == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory reading the settings");
     print_snapshot(s);

@@ -120,11 +120,13 @@ hidet_nccl_status_t hidet_nccl_reduction(hidet_nccl_dtype_t dtype, hidet_nccl_op
 /* The value the library uses for the variable `name` ("HIDET_NCCL_TIMEOUT", or a launcher's
  * rank variable such as "SLURM_PROCID") as text, and where it came from ("environment",
  * "default", "unset"; source may be NULL). *value is NULL when unset without a default;
- * strings stay valid until the process ends. A name the library does not read is
+ * the strings stay valid until the second hidet_nccl_settings_reload after the call. A name
+ * the library does not read is
  * HIDET_NCCL_ERROR_INVALID_ARGUMENT; a set but invalid value is too (with *value the default). */
 hidet_nccl_status_t hidet_nccl_setting(const char *name, const char **value, const char **source);
 /* Reads every variable again, for a program (or test) that changes its environment after
- * the library first read it. Calls already under way keep the values they started with. */
+ * the library first read it. Calls already under way keep the values they started with. Not
+ * for a hot loop: each reload re-reads and re-parses every variable. */
 hidet_nccl_status_t hidet_nccl_settings_reload(void);
 
 /* ---------------------------------------------------------------- NCCL loading */
