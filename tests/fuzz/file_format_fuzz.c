@@ -27,5 +27,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                          m.data_bytes, m.nonces);
         if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
     }
+    if (m.kind == HN_BF_KIND_HELLO) {
+        static uint8_t again[HN_BF_MAX_FILE];
+        size_t n = hidet_nccl__bf_encode_hello(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce, m.data,
+                                               m.data_bytes);
+        if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
+    }
     return 0;
 }
