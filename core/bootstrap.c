@@ -195,9 +195,10 @@ hidet_nccl_status_t hidet_nccl_bootstrap_from_env(hidet_nccl_bootstrap_h *out) {
         }
     }
     return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP,
-                   "no bootstrap found in the environment: start the program with hidet-nccl-run, or set "
-                   "HIDET_NCCL_RENDEZVOUS_DIR to a directory all ranks share (Slurm), or HIDET_NCCL_BOOTSTRAP to "
-                   "a built-in bootstrap (%s) or a plug-in path; MPI programs use hidet_nccl_mpi_init", names);
+                   "no bootstrap found in the environment: start the program with hidet-nccl-run, or with a PMIx "
+                   "launcher (mpirun, srun --mpi=pmix), or set HIDET_NCCL_RENDEZVOUS_DIR to a directory all ranks "
+                   "share (Slurm), or HIDET_NCCL_BOOTSTRAP to a built-in bootstrap (%s) or a plug-in path; MPI "
+                   "programs use hidet_nccl_mpi_init", names);
 }
 
 hidet_nccl_status_t hidet_nccl_bootstrap_destroy(hidet_nccl_bootstrap_h bs) {

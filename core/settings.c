@@ -51,6 +51,12 @@ static const struct {
     [HN_SETTING_CUDA_HOME] = {"CUDA_HOME", KIND_STRING, "/usr/local/cuda", 0, 0, "CUDA prefix searched for NCCL"},
     [HN_SETTING_SLURM_JOB_ID] = {"SLURM_JOB_ID", KIND_STRING, NULL, 0, 0, "Slurm's job id, for the default job key"},
     [HN_SETTING_SLURM_STEP_ID] = {"SLURM_STEP_ID", KIND_STRING, NULL, 0, 0, "Slurm's step id, for the default job key"},
+    [HN_SETTING_PMIX_LIBRARY] = {"HIDET_NCCL_PMIX_LIBRARY", KIND_STRING, NULL, 0, 0,
+                                 "the libpmix file the PMIx bootstrap loads; nothing else is tried while it is set"},
+    [HN_SETTING_PMIX_INSTALL_PREFIX] = {"PMIX_INSTALL_PREFIX", KIND_STRING, NULL, 0, 0,
+                                        "PMIx install prefix searched for lib/libpmix.so.2"},
+    [HN_SETTING_PMIX_NAMESPACE] = {"PMIX_NAMESPACE", KIND_STRING, NULL, 0, 0,
+                                   "set by a PMIx launcher (mpirun, srun --mpi=pmix): the PMIx bootstrap is chosen"},
 };
 
 /* The launchers' rank variables, in the order they are trusted: the innermost launcher

@@ -222,3 +222,40 @@ local_cunit = repository_rule(
     environ = ["CUNIT_HOME"],
     local = True,
 )
+
+def _local_pmix_headers_impl(rctx):
+    """pmix.h for the PMIx bootstrap (types only: libpmix is loaded at run time). When it is
+    not found the library still builds, and the PMIx bootstrap says at run time that it was
+    built without PMIx."""
+    candidates = []
+    if rctx.os.environ.get("PMIX_HOME"):
+        candidates.append(rctx.os.environ["PMIX_HOME"] + "/include")
+    pkg = rctx.which("pkg-config")
+    if pkg:
+        r = rctx.execute([pkg, "--variable=includedir", "pmix"])
+        if r.return_code == 0 and r.stdout.strip():
+            candidates.append(r.stdout.strip())
+    candidates += ["/usr/lib/x86_64-linux-gnu/pmix2/include", "/usr/include/pmix", "/usr/include", "/usr/local/include"]
+    inc = _first_with(rctx, candidates, "pmix.h")
+    if not inc:
+        rctx.file("BUILD", """package(default_visibility = ["//visibility:public"])
+# pmix.h was not found (searched: {searched}; set PMIX_HOME, or install libpmix-dev):
+# the PMIx bootstrap is built as a stub that says so.
+cc_library(name = "pmix_headers", defines = ["HIDET_NCCL_NO_PMIX_HEADERS"])
+""".format(searched = ", ".join(candidates)))
+        return
+    rctx.symlink(inc, "include")
+    rctx.file("BUILD", """package(default_visibility = ["//visibility:public"])
+# Found: {inc}
+cc_library(
+    name = "pmix_headers",
+    hdrs = glob(["include/pmix*.h"]),
+    includes = ["include"],
+)
+""".format(inc = inc))
+
+local_pmix_headers = repository_rule(
+    implementation = _local_pmix_headers_impl,
+    environ = ["PMIX_HOME", "PATH"],
+    local = True,
+)

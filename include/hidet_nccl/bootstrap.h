@@ -3,9 +3,9 @@
  *
  * A bootstrap is a plug-in: a versioned, const struct of function pointers (in the spirit
  * of NCCL's net and tuner plug-ins). The library needs from it the rank, the size, the
- * local rank, a broadcast of bytes from a root and an allgather. Two come with the library:
- * the shared-file backend (here, in libhidet_nccl.a) and MPI (hidet_nccl/bootstrap_mpi.h, in
- * libhidet_nccl_mpi.a). Your own can be passed directly (hidet_nccl_bootstrap_create) or
+ * local rank, a broadcast of bytes from a root and an allgather. Three come with the library:
+ * the shared-file and PMIx backends (here, in libhidet_nccl.a) and MPI
+ * (hidet_nccl/bootstrap_mpi.h, in libhidet_nccl_mpi.a). Your own can be passed directly (hidet_nccl_bootstrap_create) or
  * named as a shared object (hidet_nccl_bootstrap_load, or HIDET_NCCL_BOOTSTRAP=/path/libmine.so).
  *
  * Versions: this header describes version 2 (hidet_nccl_bootstrap_v2_t, exported as
@@ -118,8 +118,9 @@ hidet_nccl_status_t hidet_nccl_bootstrap_create_v1(const hidet_nccl_bootstrap_v1
 /* dlopens path, takes its HIDET_NCCL_BOOTSTRAP_SYMBOL_V2 (else its _V1), then as
  * bootstrap_create (or _create_v1). */
 hidet_nccl_status_t hidet_nccl_bootstrap_load(const char *path, const void *params, hidet_nccl_bootstrap_h *out);
-/* From the environment: HIDET_NCCL_BOOTSTRAP=file, or a plug-in path; unset: the file
- * backend when a rendezvous directory is set (by hidet-nccl-run, or by the user under Slurm). */
+/* From the environment: HIDET_NCCL_BOOTSTRAP=file or pmix, or a plug-in path; unset: the
+ * file backend when a rendezvous directory is set (by hidet-nccl-run, or by the user under
+ * Slurm), else the PMIx backend when a PMIx launcher started the process ($PMIX_NAMESPACE). */
 hidet_nccl_status_t hidet_nccl_bootstrap_from_env(hidet_nccl_bootstrap_h *out);
 /* Finalizes the backend and frees the handle. NULL is a no-op. */
 hidet_nccl_status_t hidet_nccl_bootstrap_destroy(hidet_nccl_bootstrap_h bs);
@@ -173,6 +174,26 @@ extern const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_file_v2;
 /* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_file_v2, params, out). */
 hidet_nccl_status_t hidet_nccl_bootstrap_file(const hidet_nccl_file_bootstrap_params_t *params,
                                               hidet_nccl_bootstrap_h *out);
+
+/* ---------------------------------------------------------------- the PMIx backend */
+
+/*
+ * Rank, size and local rank from the PMIx server that started the process (Open MPI's
+ * mpirun and prterun, Slurm's srun --mpi=pmix, Flux, PBS), and bytes spread by
+ * PMIx_Put/PMIx_Commit, a PMIx_Fence_nb that collects the data (awaited against the deadline)
+ * and PMIx_Get. No MPI is needed. libpmix is loaded at run time: $HIDET_NCCL_PMIX_LIBRARY
+ * (then nothing else), a copy already in the process, $PMIX_INSTALL_PREFIX/lib,
+ * /usr/lib/x86_64-linux-gnu/pmix2/lib, then the system loader (libpmix.so.2, libpmix.so); the
+ * error lists every place. hidet_nccl_bootstrap_from_env chooses it when $PMIX_NAMESPACE is
+ * set (and no rendezvous directory is: hidet-nccl-run inside a PMIx job keeps its own), or
+ * when HIDET_NCCL_BOOTSTRAP=pmix. params: none (NULL). PMIx is initialized by the first PMIx
+ * bootstrap and finalized when the process exits (atexit), not when a bootstrap is
+ * destroyed: a process that finalizes PMIx leaves its job's collectives for good.
+ */
+extern const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_pmix_v2;
+
+/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_pmix_v2, NULL, out). */
+hidet_nccl_status_t hidet_nccl_bootstrap_pmix(hidet_nccl_bootstrap_h *out);
 
 /* ---------------------------------------------------------------- communicators from a bootstrap */
 

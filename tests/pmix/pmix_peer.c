@@ -1,0 +1,97 @@
+/* One rank of a program with no MPI in it, started by a PMIx launcher (mpirun -np N here; srun
+ * --mpi=pmix under Slurm): the bootstrap comes from the environment (PMIx, chosen because
+ * PMIX_NAMESPACE is set), real ncclGetUniqueId bytes are broadcast from every root in turn,
+ * allgathers are checked, a second bootstrap works after the first, and a rank that does not
+ * come makes the others time out at the deadline. Exit 0 if every check holds on this rank. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hidet_nccl/bootstrap.h"
+
+static int g_checks, g_failures, g_rank = -1;
+#define CHECK(cond)                                                                                        \
+    do {                                                                                                   \
+        g_checks++;                                                                                        \
+        if (!(cond)) {                                                                                     \
+            g_failures++;                                                                                  \
+            fprintf(stderr, "rank %d: %s:%d: CHECK(%s) failed; last error: %s\n", g_rank, __FILE__, __LINE__, #cond, \
+                    hidet_nccl_last_error());                                                              \
+        }                                                                                                  \
+    } while (0)
+
+static int env_int(const char *name) {
+    const char *v = NULL;
+    hidet_nccl_setting(name, &v, NULL);
+    return v ? atoi(v) : -1;
+}
+
+/* Rounds of broadcasts (root r in turn, real ids) and allgathers on one bootstrap. */
+static void rounds(hidet_nccl_bootstrap_h bs, int rank, int size) {
+    for (int root = 0; root < size; root++) {
+        ncclUniqueId id;
+        memset(&id, 0, sizeof id);
+        if (rank == root) CHECK(hidet_nccl_get_unique_id(&id) == HIDET_NCCL_SUCCESS);
+        CHECK(hidet_nccl_bootstrap_broadcast(bs, &id, sizeof id, root, 30) == HIDET_NCCL_SUCCESS);
+        ncclUniqueId *all = calloc((size_t)size, sizeof id);
+        CHECK(hidet_nccl_bootstrap_allgather(bs, &id, all, sizeof id, 30) == HIDET_NCCL_SUCCESS);
+        int same = 1, nonzero = 0;
+        for (int r = 0; r < size; r++) same &= memcmp(&all[r], &all[0], sizeof id) == 0;
+        for (size_t i = 0; i < sizeof id; i++) nonzero |= id.internal[i] != 0;
+        CHECK(same && nonzero); /* every rank got root's id, and it is a real one */
+        free(all);
+        int mine[2] = {rank * 7 + root, -rank}, got[2 * 64];
+        if (size <= 64) {
+            CHECK(hidet_nccl_bootstrap_allgather(bs, mine, got, sizeof mine, 30) == HIDET_NCCL_SUCCESS);
+            for (int r = 0; r < size; r++) CHECK(got[2 * r] == r * 7 + root && got[2 * r + 1] == -r);
+        }
+    }
+}
+
+int main(void) {
+    int rank = env_int("PMIX_RANK") >= 0 ? env_int("PMIX_RANK") : env_int("OMPI_COMM_WORLD_RANK");
+    g_rank = rank;
+    hidet_nccl_bootstrap_h bs = NULL;
+    CHECK(hidet_nccl_bootstrap_from_env(&bs) == HIDET_NCCL_SUCCESS);
+    if (bs == NULL) return 1;
+    const char *name = "";
+    hidet_nccl_bootstrap_name(bs, &name);
+    CHECK(strcmp(name, "pmix") == 0);
+    int r = -1, size = -1, local = -1, local_size = -1;
+    CHECK(hidet_nccl_bootstrap_rank(bs, &r, &size) == HIDET_NCCL_SUCCESS);
+    CHECK(r == rank);
+    CHECK(size == env_int("OMPI_COMM_WORLD_SIZE"));
+    CHECK(hidet_nccl_bootstrap_local_rank(bs, &local, &local_size) == HIDET_NCCL_SUCCESS);
+    CHECK(local == env_int("OMPI_COMM_WORLD_LOCAL_RANK"));
+    CHECK(local_size == env_int("OMPI_COMM_WORLD_LOCAL_SIZE"));
+    rounds(bs, r, size);
+    CHECK(hidet_nccl_bootstrap_destroy(bs) == HIDET_NCCL_SUCCESS);
+    /* A second bootstrap (what a second hidet_nccl_init does), named explicitly. */
+    setenv("HIDET_NCCL_BOOTSTRAP", "pmix", 1);
+    hidet_nccl_settings_reload();
+    bs = NULL;
+    CHECK(hidet_nccl_bootstrap_from_env(&bs) == HIDET_NCCL_SUCCESS);
+    if (bs != NULL) {
+        rounds(bs, r, size);
+        /* The last rank stays in the job but never comes to this one: the others time out at
+         * the deadline. */
+        if (size > 1) {
+            char buf[16] = "";
+            if (r != size - 1) {
+                CHECK(hidet_nccl_bootstrap_broadcast(bs, buf, sizeof buf, 0, 1.0) == HIDET_NCCL_ERROR_TIMEOUT);
+                CHECK(strstr(hidet_nccl_last_error(), "did not complete within 1.0 s") != NULL);
+            } else {
+                usleep(2500 * 1000);
+            }
+        }
+        hidet_nccl_bootstrap_destroy(bs);
+    }
+    /* hidet_nccl_init in a program without MPI gets through the PMIx bootstrap to the GPU. */
+    int id = -1;
+    hidet_nccl_status_t st = hidet_nccl_init(&id);
+    CHECK(st == HIDET_NCCL_SUCCESS || st == HIDET_NCCL_ERROR_CUDA);
+    if (st == HIDET_NCCL_SUCCESS) hidet_nccl_finalize();
+    printf("rank %d of %d: pmix_peer %d checks, %d failed\n", r, size, g_checks, g_failures);
+    return g_failures ? 1 : 0;
+}
