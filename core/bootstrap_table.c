@@ -6,8 +6,10 @@
 const hn_builtin_bootstrap_t hidet_nccl__builtin_bootstraps[] = {
     /* hidet-nccl-run sets the directory; under Slurm the user does (a shared file system). */
     {"file", &hidet_nccl_bootstrap_file_v2, HN_SETTING_RENDEZVOUS_DIR},
-    /* mpirun, prterun, srun --mpi=pmix: after the file backend, so that hidet-nccl-run started
-     * inside a PMIx job keeps its own rendezvous. */
+    /* hidet-nccl-run --nnodes with --master-addr, torchrun, or the user: rank 0's address. */
+    {"socket", &hidet_nccl_bootstrap_socket_v2, HN_SETTING_MASTER_ADDR},
+    /* mpirun, prterun, srun --mpi=pmix: after the others, so that a launcher started inside a
+     * PMIx job (hidet-nccl-run, torchrun) keeps its own rendezvous. */
     {"pmix", &hidet_nccl_bootstrap_pmix_v2, HN_SETTING_PMIX_NAMESPACE},
 };
 

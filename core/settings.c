@@ -57,6 +57,10 @@ static const struct {
                                         "PMIx install prefix searched for lib/libpmix.so.2"},
     [HN_SETTING_PMIX_NAMESPACE] = {"PMIX_NAMESPACE", KIND_STRING, NULL, 0, 0,
                                    "set by a PMIx launcher (mpirun, srun --mpi=pmix): the PMIx bootstrap is chosen"},
+    [HN_SETTING_MASTER_ADDR] = {"MASTER_ADDR", KIND_STRING, NULL, 0, 0,
+                                "host of rank 0 for the socket rendezvous (hidet-nccl-run --master-addr, torchrun)"},
+    [HN_SETTING_MASTER_PORT] = {"MASTER_PORT", KIND_INT, NULL, 1, 65535,
+                                "port rank 0 listens on for the socket rendezvous"},
 };
 
 /* The launchers' rank variables, in the order they are trusted: the innermost launcher

@@ -48,6 +48,11 @@ static struct {
     const char *rendezvous_parent;
     double grace_s;
     int keep_going;
+    int nnodes, node_rank;  /* several launchers, one per node */
+    const char *master_addr; /* the socket rendezvous at rank 0's host */
+    int master_port;
+    const char *job_key;     /* --job-key */
+    int shared_dir;          /* --nnodes with --rendezvous-dir: that directory, as it is */
     char rendezvous[PATH_MAX];
     char key[64];
     rank_t *ranks;
@@ -56,8 +61,11 @@ static struct {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: hidet-nccl-run [options] [-n N] PROGRAM [ARGS...]\n"
-            "Starts N ranks of PROGRAM on this machine for the hidet-nccl shared-file bootstrap\n"
-            "(hidet_nccl_init), like mpirun for one node. Options end at PROGRAM or at '--'.\n"
+            "Starts N ranks of PROGRAM on this machine for hidet_nccl_init, like mpirun for one node.\n"
+            "On many nodes, run one launcher per node with --nnodes and --node-rank, and either\n"
+            "--master-addr/--master-port (the socket rendezvous at rank 0's host) or a --rendezvous-dir\n"
+            "every node sees with a --job-key (the shared-file bootstrap). Options end at PROGRAM or\n"
+            "at '--'.\n"
             "\n"
             "  -n, --np N             number of ranks (default: the visible GPUs, from\n"
             "                         CUDA_VISIBLE_DEVICES or /dev/nvidia*)\n"
@@ -67,6 +75,12 @@ static void usage(FILE *f) {
             "      --rendezvous-dir D make the job's private rendezvous directory inside D\n"
             "                         (default $TMPDIR or /tmp); it is removed on every exit\n"
             "      --grace S          seconds between SIGTERM and SIGKILL when stopping ranks (5)\n"
+            "      --nnodes N         number of nodes, each with its own hidet-nccl-run (1)\n"
+            "      --node-rank K      this node's index, 0 .. N-1 (0); its ranks are K*n .. K*n+n-1\n"
+            "      --master-addr HOST rank 0's host: the ranks meet through the socket rendezvous\n"
+            "      --master-port P    the port rank 0 listens on (with --master-addr)\n"
+            "      --job-key KEY      the job's key, the same on every node (the socket rendezvous\n"
+            "                         takes socket-<port> without it; a shared directory needs it)\n"
             "      --keep-going       when a rank fails, leave the others running (they see the\n"
             "                         failure through their own timeouts); the exit code is\n"
             "                         still that of the first rank that failed\n"
@@ -75,7 +89,8 @@ static void usage(FILE *f) {
             "\n"
             "Each rank gets HIDET_NCCL_RANK, HIDET_NCCL_LOCAL_RANK, HIDET_NCCL_WORLD_SIZE,\n"
             "HIDET_NCCL_LOCAL_WORLD_SIZE (and RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE),\n"
-            "HIDET_NCCL_JOB_KEY and HIDET_NCCL_RENDEZVOUS_DIR. When a rank fails, the others get\n"
+            "HIDET_NCCL_JOB_KEY and HIDET_NCCL_RENDEZVOUS_DIR, or MASTER_ADDR and MASTER_PORT. When a\n"
+            "rank fails, the others get\n"
             "SIGTERM, then SIGKILL after the grace period, and hidet-nccl-run exits with that rank's\n"
             "code (128+signal if it was killed). SIGINT and SIGTERM are forwarded to every rank.\n");
 }
@@ -131,7 +146,7 @@ static double parse_seconds(const char *s, const char *what) {
 /* Removes the rendezvous directory and what is in it (files only: the bootstrap makes no
  * subdirectories). */
 static void remove_rendezvous(void) {
-    if (g.rendezvous[0] == '\0') return;
+    if (g.rendezvous[0] == '\0' || g.shared_dir) return; /* a shared directory is the user's */
     DIR *d = opendir(g.rendezvous);
     if (d != NULL) {
         for (struct dirent *e; (e = readdir(d)) != NULL;) {
@@ -158,16 +173,23 @@ static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, 
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    set_env_int("HIDET_NCCL_RANK", rank);
+    int global = g.node_rank * g.n + rank, world = g.nnodes * g.n;
+    set_env_int("HIDET_NCCL_RANK", global);
     set_env_int("HIDET_NCCL_LOCAL_RANK", rank);
-    set_env_int("HIDET_NCCL_WORLD_SIZE", g.n);
+    set_env_int("HIDET_NCCL_WORLD_SIZE", world);
     set_env_int("HIDET_NCCL_LOCAL_WORLD_SIZE", g.n);
-    set_env_int("RANK", rank);
+    set_env_int("RANK", global);
     set_env_int("LOCAL_RANK", rank);
-    set_env_int("WORLD_SIZE", g.n);
+    set_env_int("WORLD_SIZE", world);
     set_env_int("LOCAL_WORLD_SIZE", g.n);
-    setenv("HIDET_NCCL_JOB_KEY", g.key, 1);
-    setenv("HIDET_NCCL_RENDEZVOUS_DIR", g.rendezvous, 1);
+    if (g.key[0]) setenv("HIDET_NCCL_JOB_KEY", g.key, 1);
+    if (g.master_addr) { /* the socket rendezvous: no directory, so that it is the one chosen */
+        setenv("MASTER_ADDR", g.master_addr, 1);
+        set_env_int("MASTER_PORT", g.master_port);
+        unsetenv("HIDET_NCCL_RENDEZVOUS_DIR");
+    } else {
+        setenv("HIDET_NCCL_RENDEZVOUS_DIR", g.rendezvous, 1);
+    }
     if (g.timeout) setenv("HIDET_NCCL_TIMEOUT", g.timeout, 1);
     if (rank != 0) {
         int null = open("/dev/null", O_RDONLY);
@@ -239,6 +261,25 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The multi-node options agree with each other. */
+static void check_nodes(void) {
+    if (g.nnodes == 0) g.nnodes = 1;
+    if (g.node_rank >= g.nnodes) die(2, "--node-rank %d is not in 0 .. %d (--nnodes %d)", g.node_rank, g.nnodes - 1, g.nnodes);
+    if ((long)g.nnodes * g.n > MAX_RANKS * 16L) die(2, "--nnodes %d x -n %d ranks is too many", g.nnodes, g.n);
+    if (g.master_addr && g.master_port == 0) die(2, "--master-addr needs --master-port");
+    if (!g.master_addr && g.master_port) die(2, "--master-port needs --master-addr");
+    if (g.job_key && (strlen(g.job_key) == 0 || strlen(g.job_key) > 64 ||
+                      strspn(g.job_key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+                          strlen(g.job_key)))
+        die(2, "--job-key '%s' is not 1 to 64 of the characters A-Z a-z 0-9 . _ -", g.job_key);
+    if (g.nnodes > 1 && !g.master_addr && !g.rendezvous_parent)
+        die(2, "--nnodes %d needs --master-addr and --master-port (the socket rendezvous), or a --rendezvous-dir "
+               "every node sees (the shared-file bootstrap)", g.nnodes);
+    if (g.nnodes > 1 && !g.master_addr && !g.job_key)
+        die(2, "--nnodes %d with --rendezvous-dir needs a --job-key, the same on every node", g.nnodes);
+    g.shared_dir = g.nnodes > 1 && !g.master_addr;
+}
+
 /* Options up to PROGRAM; returns the index of PROGRAM in argv. */
 static int parse_args(int argc, char **argv) {
     g.grace_s = 5;
@@ -248,7 +289,9 @@ static int parse_args(int argc, char **argv) {
         {"output-dir", required_argument, NULL, 'o'}, {"timeout", required_argument, NULL, 'T'},
         {"rendezvous-dir", required_argument, NULL, 'r'}, {"grace", required_argument, NULL, 'g'},
         {"keep-going", no_argument, NULL, 'k'},     {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
+        {"version", no_argument, NULL, 'V'},        {"nnodes", required_argument, NULL, 'N'},
+        {"node-rank", required_argument, NULL, 'K'}, {"master-addr", required_argument, NULL, 'A'},
+        {"master-port", required_argument, NULL, 'P'}, {"job-key", required_argument, NULL, 'J'},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -261,6 +304,11 @@ static int parse_args(int argc, char **argv) {
             case 'r': g.rendezvous_parent = optarg; break;
             case 'g': g.grace_s = parse_seconds(optarg, "--grace"); break;
             case 'k': g.keep_going = 1; break;
+            case 'N': g.nnodes = parse_int(optarg, 1, MAX_RANKS, "--nnodes"); break;
+            case 'K': g.node_rank = parse_int(optarg, 0, MAX_RANKS - 1, "--node-rank"); break;
+            case 'A': g.master_addr = optarg; break;
+            case 'P': g.master_port = parse_int(optarg, 1, 65535, "--master-port"); break;
+            case 'J': g.job_key = optarg; break;
             case 'h': usage(stdout); exit(0);
             case 'V':
                 printf("hidet-nccl-run %d.%d.%d\n", HIDET_NCCL_VERSION_MAJOR, HIDET_NCCL_VERSION_MINOR,
@@ -280,11 +328,20 @@ static int parse_args(int argc, char **argv) {
     }
     if (g.output_dir && mkdir(g.output_dir, 0755) != 0 && errno != EEXIST)
         die(2, "--output-dir %s: %s", g.output_dir, strerror(errno));
+    check_nodes();
     return optind;
 }
 
-/* A fresh job key, and the job's private rendezvous directory (removed at every exit). */
+/* A fresh job key, and the job's private rendezvous directory (removed at every exit); or,
+ * across nodes, the key given and the socket address or the shared directory as they are. */
 static void make_rendezvous(void) {
+    if (g.job_key) snprintf(g.key, sizeof g.key, "%s", g.job_key);
+    if (g.master_addr) return; /* the socket backend takes socket-<port> when no key is given */
+    if (g.shared_dir) {
+        snprintf(g.rendezvous, sizeof g.rendezvous, "%s", g.rendezvous_parent);
+        return; /* the user's directory: the bootstrap removes its files, the directory stays */
+    }
+    if (g.job_key) die(2, "--job-key goes with --nnodes or --master-addr (one node makes its own)");
     unsigned char rnd[8];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) die(1, "getrandom: %s", strerror(errno));
     snprintf(g.key, sizeof g.key, "run-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],

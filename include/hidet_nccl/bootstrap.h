@@ -3,8 +3,8 @@
  *
  * A bootstrap is a plug-in: a versioned, const struct of function pointers (in the spirit
  * of NCCL's net and tuner plug-ins). The library needs from it the rank, the size, the
- * local rank, a broadcast of bytes from a root and an allgather. Three come with the library:
- * the shared-file and PMIx backends (here, in libhidet_nccl.a) and MPI
+ * local rank, a broadcast of bytes from a root and an allgather. Four come with the library:
+ * the shared-file, socket and PMIx backends (here, in libhidet_nccl.a) and MPI
  * (hidet_nccl/bootstrap_mpi.h, in libhidet_nccl_mpi.a). Your own can be passed directly (hidet_nccl_bootstrap_create) or
  * named as a shared object (hidet_nccl_bootstrap_load, or HIDET_NCCL_BOOTSTRAP=/path/libmine.so).
  *
@@ -118,9 +118,10 @@ hidet_nccl_status_t hidet_nccl_bootstrap_create_v1(const hidet_nccl_bootstrap_v1
 /* dlopens path, takes its HIDET_NCCL_BOOTSTRAP_SYMBOL_V2 (else its _V1), then as
  * bootstrap_create (or _create_v1). */
 hidet_nccl_status_t hidet_nccl_bootstrap_load(const char *path, const void *params, hidet_nccl_bootstrap_h *out);
-/* From the environment: HIDET_NCCL_BOOTSTRAP=file or pmix, or a plug-in path; unset: the
- * file backend when a rendezvous directory is set (by hidet-nccl-run, or by the user under
- * Slurm), else the PMIx backend when a PMIx launcher started the process ($PMIX_NAMESPACE). */
+/* From the environment: HIDET_NCCL_BOOTSTRAP=file, socket or pmix, or a plug-in path; unset:
+ * the file backend when a rendezvous directory is set (by hidet-nccl-run, or by the user under
+ * Slurm), else the socket backend when $MASTER_ADDR is (hidet-nccl-run --nnodes, torchrun),
+ * else the PMIx backend when a PMIx launcher started the process ($PMIX_NAMESPACE). */
 hidet_nccl_status_t hidet_nccl_bootstrap_from_env(hidet_nccl_bootstrap_h *out);
 /* Finalizes the backend and frees the handle. NULL is a no-op. */
 hidet_nccl_status_t hidet_nccl_bootstrap_destroy(hidet_nccl_bootstrap_h bs);
@@ -185,8 +186,8 @@ hidet_nccl_status_t hidet_nccl_bootstrap_file(const hidet_nccl_file_bootstrap_pa
  * (then nothing else), a copy already in the process, $PMIX_INSTALL_PREFIX/lib,
  * /usr/lib/x86_64-linux-gnu/pmix2/lib, then the system loader (libpmix.so.2, libpmix.so); the
  * error lists every place. hidet_nccl_bootstrap_from_env chooses it when $PMIX_NAMESPACE is
- * set (and no rendezvous directory is: hidet-nccl-run inside a PMIx job keeps its own), or
- * when HIDET_NCCL_BOOTSTRAP=pmix. params: none (NULL). PMIx is initialized by the first PMIx
+ * set (and neither a rendezvous directory nor $MASTER_ADDR is: a launcher started inside a
+ * PMIx job keeps its own rendezvous), or when HIDET_NCCL_BOOTSTRAP=pmix. params: none (NULL). PMIx is initialized by the first PMIx
  * bootstrap and finalized when the process exits (atexit), not when a bootstrap is
  * destroyed: a process that finalizes PMIx leaves its job's collectives for good.
  */
@@ -194,6 +195,44 @@ extern const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_pmix_v2;
 
 /* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_pmix_v2, NULL, out). */
 hidet_nccl_status_t hidet_nccl_bootstrap_pmix(hidet_nccl_bootstrap_h *out);
+
+/* ---------------------------------------------------------------- the socket backend */
+
+/*
+ * Many nodes without MPI, PMIx or a shared file system, as torchrun does it: rank 0 listens on
+ * the port, every other rank connects to the address and stays connected for the bootstrap's
+ * life. Messages are versioned, length-checked and checksummed and carry the job key; a
+ * connection that is not a rank of this job is dropped and logged (HIDET_NCCL_DEBUG=WARN),
+ * never trusted. Protocol: docs/bootstrap_socket.md. Fields left NULL or -1 come from the
+ * environment:
+ *   master_addr, master_port: $MASTER_ADDR, $MASTER_PORT (hidet-nccl-run --master-addr/--master-port,
+ *                torchrun)
+ *   job_key:     $HIDET_NCCL_JOB_KEY, else "socket-<port>" (jobs that share an address and port at
+ *                once need keys of their own)
+ *   rank, nranks, local_rank, local_size: the launcher's variables (the bootstrap's hints)
+ * hidet_nccl_bootstrap_from_env chooses it when $MASTER_ADDR is set and no rendezvous
+ * directory is, or when HIDET_NCCL_BOOTSTRAP=socket.
+ */
+typedef struct {
+    size_t size; /* sizeof(hidet_nccl_socket_bootstrap_params_t), for growth */
+    const char *master_addr;
+    int master_port;
+    const char *job_key;
+    int rank;
+    int nranks;
+    int local_rank;
+    int local_size;
+} hidet_nccl_socket_bootstrap_params_t;
+
+#define HIDET_NCCL_SOCKET_BOOTSTRAP_PARAMS_INIT \
+    { sizeof(hidet_nccl_socket_bootstrap_params_t), NULL, -1, NULL, -1, -1, -1, -1 }
+
+/* The socket backend as a plug-in struct (name "socket"). */
+extern const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_socket_v2;
+
+/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_socket_v2, params, out). */
+hidet_nccl_status_t hidet_nccl_bootstrap_socket(const hidet_nccl_socket_bootstrap_params_t *params,
+                                                hidet_nccl_bootstrap_h *out);
 
 /* ---------------------------------------------------------------- communicators from a bootstrap */
 

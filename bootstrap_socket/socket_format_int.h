@@ -1,0 +1,53 @@
+/* Internal: the messages of the socket rendezvous (docs/bootstrap_socket.md). Bytes from the
+ * network are untrusted: every message is versioned, length-checked, checksummed and carries
+ * the job key. Little-endian:
+ *
+ *   0  magic "HNCCLSK\0"   8  u16 version (1)   10 u16 kind (1 hello, 2 welcome, 3 data)
+ *   12 u32 world size      16 u32 sender rank   20 u32 body bytes    24 u64 tag
+ *   32 char key[64], NUL-padded                 96 u8 nonce[16]
+ *   112 body               112+body: u32 crc32 (zlib) of bytes 0 .. 112+body
+ *
+ *   hello   (a rank to rank 0): nonce = the rank's fresh random nonce; no body
+ *   welcome (rank 0 to a rank): nonce = the job's session nonce; body = the rank's nonce back
+ *   data    (either way):       nonce = the session nonce; tag = the round; body = the bytes
+ */
+#ifndef HIDET_NCCL_BOOTSTRAP_SOCKET_SOCKET_FORMAT_INT_H_
+#define HIDET_NCCL_BOOTSTRAP_SOCKET_SOCKET_FORMAT_INT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HN_SK_VERSION 1
+#define HN_SK_KIND_HELLO 1
+#define HN_SK_KIND_WELCOME 2
+#define HN_SK_KIND_DATA 3
+#define HN_SK_HEADER 112
+#define HN_SK_KEY_BYTES 64
+#define HN_SK_NONCE 16
+#define HN_SK_MAX_WORLD 65536
+#define HN_SK_MAX_BODY (8 << 20)
+
+typedef struct {
+    int kind;
+    uint32_t world_size;
+    uint32_t rank;
+    uint32_t body_bytes;
+    uint64_t tag;
+    char key[HN_SK_KEY_BYTES + 1];
+    const uint8_t *nonce; /* into the message */
+    const uint8_t *body;  /* into the message */
+} hidet_nccl__sk_msg_t;
+
+/* The header's claim of the whole message's length (header, body, checksum): 0 and *total
+ * when the first HN_SK_HEADER bytes are plausible (magic, version, kind, body not over the
+ * limit), so a reader knows how much more to read; else -1 and why. */
+int hidet_nccl__sk_total(const uint8_t header[HN_SK_HEADER], size_t *total, char *why, size_t why_bytes);
+
+/* Encodes into out (capacity cap); returns the length, or 0 if it does not fit. */
+size_t hidet_nccl__sk_encode(uint8_t *out, size_t cap, int kind, const char *key, uint32_t world, uint32_t rank,
+                             uint64_t tag, const uint8_t nonce[HN_SK_NONCE], const void *body, uint32_t body_bytes);
+
+/* Parses a whole message of untrusted bytes. 0 and *msg (pointing into buf); else -1 and why. */
+int hidet_nccl__sk_parse(const uint8_t *buf, size_t len, hidet_nccl__sk_msg_t *msg, char *why, size_t why_bytes);
+
+#endif

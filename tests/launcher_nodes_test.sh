@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# hidet-nccl-run across "nodes": two launcher invocations on this host, one per node, meeting
+# through the socket rendezvous (--master-addr/--master-port) and through a shared directory
+# (--rendezvous-dir with --job-key); the multi-node options checked; a node that never comes.
+#   launcher_nodes_test.sh HIDET_NCCL_RUN BOOTSTRAP_ENV_PEER
+set -u
+run=$(realpath "$1")
+peer=$(realpath "$2")
+tmp=${TEST_TMPDIR:-$(mktemp -d)}/nodes
+rm -rf "$tmp"
+mkdir -p "$tmp"
+passed=0
+failed=0
+check() { local what=$1; shift; if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $what"; fi; }
+port() { echo $((20000 + (RANDOM * 32768 + RANDOM) % 40000)); }
+
+# Two nodes of 3 ranks through the socket rendezvous.
+p=$(port)
+"$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 3 "$peer" socket >"$tmp/s1.log" 2>&1 &
+node1=$!
+"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 3 "$peer" socket >"$tmp/s0.log" 2>&1
+rc0=$?
+wait $node1
+rc1=$?
+cat "$tmp/s0.log" "$tmp/s1.log"
+check "socket: node 0 exits 0" [ "$rc0" -eq 0 ]
+check "socket: node 1 exits 0" [ "$rc1" -eq 0 ]
+check "socket: ranks 0 .. 5 of 6 each say 0 failed" [ "$(cat "$tmp/s0.log" "$tmp/s1.log" | grep -c 'of 6: bootstrap_env_peer socket: .* 0 failed')" -eq 6 ]
+
+# Two nodes of 2 ranks through a directory both see.
+mkdir -m 700 "$tmp/shared"
+"$run" --nnodes 2 --node-rank 1 --rendezvous-dir "$tmp/shared" --job-key nodes-test -n 2 "$peer" file >"$tmp/f1.log" 2>&1 &
+node1=$!
+"$run" --nnodes 2 --node-rank 0 --rendezvous-dir "$tmp/shared" --job-key nodes-test -n 2 "$peer" file >"$tmp/f0.log" 2>&1
+rc0=$?
+wait $node1
+rc1=$?
+cat "$tmp/f0.log" "$tmp/f1.log"
+check "shared directory: both nodes exit 0" [ "$rc0" -eq 0 ] && [ "$rc1" -eq 0 ]
+check "shared directory: 4 ranks say 0 failed" [ "$(cat "$tmp/f0.log" "$tmp/f1.log" | grep -c 'of 4: bootstrap_env_peer file: .* 0 failed')" -eq 4 ]
+check "shared directory: still there, and empty" [ -d "$tmp/shared" ] && [ -z "$(ls -A "$tmp/shared")" ]
+
+# The options must agree.
+bad() { # expected message, options...
+    local want=$1
+    shift
+    "$run" "$@" -n 1 /bin/true >"$tmp/bad.log" 2>&1
+    local rc=$?
+    [ "$rc" -eq 2 ] && grep -q -- "$want" "$tmp/bad.log" || { echo "rc $rc:"; cat "$tmp/bad.log"; return 1; }
+}
+check "--nnodes 2 alone" bad "needs --master-addr and --master-port" --nnodes 2
+check "--node-rank past --nnodes" bad "--node-rank 2 is not in 0 .. 1" --nnodes 2 --node-rank 2 --master-addr h --master-port 1
+check "--master-addr without --master-port" bad "--master-addr needs --master-port" --master-addr h
+check "a shared directory without --job-key" bad "needs a --job-key" --nnodes 2 --rendezvous-dir "$tmp"
+check "--master-port out of range" bad "--master-port '70000'" --master-addr h --master-port 70000
+
+# A node that never comes: node 0's rank 0 gives up at the deadline, naming the missing ranks.
+p=$(port)
+start=$(date +%s)
+"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout 2 "$peer" socket \
+    >"$tmp/alone.log" 2>&1
+rc=$?
+took=$(($(date +%s) - start))
+cat "$tmp/alone.log"
+check "a missing node: node 0 fails" [ "$rc" -ne 0 ]
+check "a missing node: the message names rank 1" grep -q "ranks 1 (1 of 2 ranks) never connected" "$tmp/alone.log"
+check "a missing node: within the deadline and a few seconds ($took s)" [ "$took" -le 10 ]
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,221 @@
+/* The socket rendezvous on one host, each rank a forked process: real ncclGetUniqueId bytes
+ * through broadcast and allgather; strangers that connect to rank 0 are dropped, never
+ * trusted; a port in use, an address that does not resolve, a rank or a root that never
+ * comes, and one rank twice are clear errors before the deadline. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hidet_nccl/bootstrap.h"
+#include "tests/cunit_runner.h"
+
+/* A port nothing listens on now (the kernel's choice for a socket bound to port 0). */
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
+    socklen_t len = sizeof a;
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static hidet_nccl_socket_bootstrap_params_t params(int port, int rank, int n, const char *key) {
+    hidet_nccl_socket_bootstrap_params_t p = HIDET_NCCL_SOCKET_BOOTSTRAP_PARAMS_INIT;
+    p.master_addr = "127.0.0.1";
+    p.master_port = port;
+    p.job_key = key;
+    p.rank = rank;
+    p.nranks = n;
+    return p;
+}
+
+/* One rank in a child: bootstrap, two rounds (a broadcast of a real id from the last rank,
+ * an allgather of it), checked; exit 0 if all holds, else 1 with the message on stderr. */
+static int rank_main(int port, int rank, int n, const char *key) {
+    hidet_nccl_socket_bootstrap_params_t p = params(port, rank, n, key);
+    hidet_nccl_bootstrap_h bs;
+    if (hidet_nccl_bootstrap_socket(&p, &bs) != HIDET_NCCL_SUCCESS) goto fail;
+    ncclUniqueId id, *all = calloc((size_t)n, sizeof id);
+    memset(&id, 0, sizeof id);
+    if (rank == n - 1 && hidet_nccl_get_unique_id(&id) != HIDET_NCCL_SUCCESS) goto fail;
+    if (hidet_nccl_bootstrap_broadcast(bs, &id, sizeof id, n - 1, 20) != HIDET_NCCL_SUCCESS) goto fail;
+    if (hidet_nccl_bootstrap_allgather(bs, &id, all, sizeof id, 20) != HIDET_NCCL_SUCCESS) goto fail;
+    for (int r = 0; r < n; r++)
+        if (memcmp(&all[r], &all[0], sizeof id) != 0) {
+            fprintf(stderr, "rank %d: rank %d's id differs\n", rank, r);
+            return 1;
+        }
+    free(all);
+    hidet_nccl_bootstrap_destroy(bs);
+    return 0;
+fail:
+    fprintf(stderr, "rank %d: %s\n", rank, hidet_nccl_last_error());
+    return 1;
+}
+
+static pid_t spawn_rank(int port, int rank, int n, const char *key) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) _exit(rank_main(port, rank, n, key));
+    return pid;
+}
+
+static int wait_ok(pid_t pid) {
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    return WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+}
+
+static void check_job(int n) {
+    int port = free_port();
+    pid_t pids[64];
+    for (int r = n - 1; r >= 0; r--) pids[r] = spawn_rank(port, r, n, "job");
+    int ok = 0;
+    for (int r = 0; r < n; r++) ok += wait_ok(pids[r]);
+    CU_ASSERT_EQUAL(ok, n);
+}
+static void test_2_ranks(void) { check_job(2); }
+static void test_16_ranks(void) { check_job(16); }
+static void test_64_ranks(void) { check_job(64); }
+
+/* Connects to port and sends bytes (then keeps the connection open until closed by the caller). */
+static int stranger(int port, const void *bytes, size_t len) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = htons(port)};
+    for (int i = 0; i < 200 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0; i++) usleep(10000);
+    if (len) (void)!write(fd, bytes, len);
+    return fd;
+}
+
+static void test_strangers_dropped(void) {
+    int port = free_port();
+    pid_t root = spawn_rank(port, 0, 3, "guarded");
+    int silent = stranger(port, NULL, 0); /* connects and says nothing: must not hold rank 0 up */
+    char junk[300];
+    memset(junk, 'x', sizeof junk);
+    int noisy = stranger(port, junk, sizeof junk);
+    /* A well-formed hello of another job (another key) for rank 1, made by that job's rank. */
+    pid_t other = spawn_rank(port, 1, 3, "otherjob");
+    pid_t r1 = spawn_rank(port, 1, 3, "guarded"), r2 = spawn_rank(port, 2, 3, "guarded");
+    CU_ASSERT(wait_ok(root));
+    CU_ASSERT(wait_ok(r1));
+    CU_ASSERT(wait_ok(r2));
+    CU_ASSERT(!wait_ok(other)); /* dropped by rank 0: it never got a welcome */
+    close(silent);
+    close(noisy);
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void test_errors_before_the_deadline(void) {
+    setenv("HIDET_NCCL_TIMEOUT", "1", 1);
+    hidet_nccl_settings_reload();
+    hidet_nccl_bootstrap_h bs = NULL;
+    /* A port in use. */
+    int port = free_port();
+    int busy = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY), .sin_port = htons(port)};
+    CU_ASSERT_FATAL(bind(busy, (struct sockaddr *)&a, sizeof a) == 0 && listen(busy, 1) == 0);
+    hidet_nccl_socket_bootstrap_params_t p = params(port, 0, 2, "busy");
+    char needle[64];
+    snprintf(needle, sizeof needle, "port %d on this host is in use", port);
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_BOOTSTRAP, needle);
+    close(busy);
+    /* An address that does not resolve. */
+    p = params(port, 1, 2, "nowhere");
+    p.master_addr = "no-such-host.invalid";
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_BOOTSTRAP,
+                     "no-such-host.invalid does not resolve");
+    /* A root that never comes. */
+    p = params(free_port(), 1, 2, "noroot");
+    double t0 = now();
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_TIMEOUT, "could not reach rank 0");
+    CU_ASSERT(now() - t0 < 2.5);
+    /* A rank that never comes. */
+    p = params(free_port(), 0, 3, "lonely");
+    t0 = now();
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_TIMEOUT, "ranks 1, 2 (2 of 3 ranks)");
+    CU_ASSERT(now() - t0 < 2.5);
+    /* Bad parameters. */
+    p = params(0, 0, 2, "x");
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "rendezvous port");
+    p = params(5000, 0, 2, "bad key");
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "'bad key'");
+    p.job_key = "k";
+    p.master_addr = NULL;
+    unsetenv("MASTER_ADDR");
+    hidet_nccl_settings_reload();
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "MASTER_ADDR");
+    unsetenv("HIDET_NCCL_TIMEOUT");
+    hidet_nccl_settings_reload();
+}
+
+/* The same rank twice (two jobs on one port and key): rank 0 says so, naming both. */
+static void test_rank_twice(void) {
+    setenv("HIDET_NCCL_TIMEOUT", "3", 1);
+    hidet_nccl_settings_reload();
+    int port = free_port();
+    pid_t a = spawn_rank(port, 1, 3, "twice"), b = spawn_rank(port, 1, 3, "twice");
+    usleep(100 * 1000);
+    hidet_nccl_socket_bootstrap_params_t p = params(port, 0, 3, "twice");
+    hidet_nccl_bootstrap_h bs = NULL;
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_BOOTSTRAP, "rank 1 connected twice");
+    CU_ASSERT(!wait_ok(a));
+    CU_ASSERT(!wait_ok(b));
+    unsetenv("HIDET_NCCL_TIMEOUT");
+    hidet_nccl_settings_reload();
+}
+
+/* From the environment, as hidet-nccl-run --master-addr and torchrun give it. */
+static void test_from_environment(void) {
+    int port = free_port();
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    setenv("MASTER_ADDR", "localhost", 1);
+    setenv("MASTER_PORT", ps, 1);
+    setenv("RANK", "0", 1);
+    setenv("WORLD_SIZE", "1", 1);
+    unsetenv("HIDET_NCCL_RENDEZVOUS_DIR");
+    hidet_nccl_settings_reload();
+    hidet_nccl_bootstrap_h bs = NULL;
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_from_env(&bs), HIDET_NCCL_SUCCESS, NULL);
+    const char *name = "";
+    hidet_nccl_bootstrap_name(bs, &name);
+    CU_ASSERT_STRING_EQUAL(name, "socket");
+    hidet_nccl_bootstrap_destroy(bs);
+    setenv("MASTER_PORT", "99999", 1);
+    hidet_nccl_settings_reload();
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_from_env(&bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "MASTER_PORT='99999'");
+    unsetenv("MASTER_ADDR");
+    unsetenv("MASTER_PORT");
+    unsetenv("RANK");
+    unsetenv("WORLD_SIZE");
+    hidet_nccl_settings_reload();
+}
+
+int main(void) {
+    signal(SIGPIPE, SIG_IGN);
+    static const hn_test_t tests[] = {
+        {"2 ranks", test_2_ranks},
+        {"16 ranks", test_16_ranks},
+        {"64 ranks", test_64_ranks},
+        {"strangers are dropped", test_strangers_dropped},
+        {"errors before the deadline", test_errors_before_the_deadline},
+        {"one rank twice", test_rank_twice},
+        {"from the environment", test_from_environment},
+        {NULL, NULL},
+    };
+    return hn_run_tests("socket_bootstrap", tests);
+}
