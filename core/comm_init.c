@@ -30,34 +30,40 @@ hidet_nccl_status_t hidet_nccl__want_blocking(int *blocking) {
 }
 
 /* Starts one rank's init: blocking or non-blocking when NCCL has ncclCommInitRankConfig
- * (2.14), else blocking. */
-static ncclResult_t start_init(const hn_nccl_t *n, ncclComm_t *comm, int nranks, const ncclUniqueId *id, int rank,
-                               int blocking) {
-    if (n->CommInitRankConfig == NULL) return n->CommInitRank(comm, nranks, *id, rank);
+ * (2.14), else blocking; with several ids (roots), ncclCommInitRankScalable (2.23). */
+static ncclResult_t start_init(const hn_nccl_t *n, ncclComm_t *comm, int nranks, const ncclUniqueId *ids, int nids,
+                               int rank, int blocking) {
+    if (n->CommInitRankConfig == NULL) return n->CommInitRank(comm, nranks, ids[0], rank);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = blocking;
-    return n->CommInitRankConfig(comm, nranks, *id, rank, &config);
+    if (nids > 1) return n->CommInitRankScalable(comm, nranks, rank, nids, (ncclUniqueId *)ids, &config);
+    return n->CommInitRankConfig(comm, nranks, ids[0], rank, &config);
 }
 
-static hidet_nccl_status_t init_failed(const hn_nccl_t *n, ncclResult_t r, int nranks, int rank, ncclComm_t comm) {
-    char call[96];
-    snprintf(call, sizeof call, "ncclCommInitRank(nranks %d, rank %d)", nranks, rank);
+static hidet_nccl_status_t init_failed(const hn_nccl_t *n, ncclResult_t r, int nranks, int nids, int rank,
+                                       ncclComm_t comm) {
+    char call[128];
+    if (nids > 1)
+        snprintf(call, sizeof call, "ncclCommInitRankScalable(nranks %d, rank %d, %d roots)", nranks, rank, nids);
+    else
+        snprintf(call, sizeof call, "ncclCommInitRank(nranks %d, rank %d)", nranks, rank);
     hidet_nccl_status_t st = hidet_nccl__nccl_fail("hidet_nccl_comm_init", call, r, comm);
     if (comm != NULL) n->CommAbort(comm);
     return st;
 }
 
-/* A blocking init, run by hidet_nccl__blocking_call on its helper thread. */
+/* A blocking init, run by hidet_nccl__blocking_call on its helper thread; the ids travel with
+ * the job (the helper may outlive the caller). */
 typedef struct {
     const hn_nccl_t *n;
     ncclComm_t comm;
-    ncclUniqueId id;
-    int nranks, rank;
+    int nranks, rank, nids;
+    ncclUniqueId ids[];
 } init_job_t;
 
 static ncclResult_t run_init(void *p) {
     init_job_t *a = p;
-    return start_init(a->n, &a->comm, a->nranks, &a->id, a->rank, 1);
+    return start_init(a->n, &a->comm, a->nranks, a->ids, a->nids, a->rank, 1);
 }
 
 static void late_init(void *p, ncclResult_t r) {
@@ -69,10 +75,13 @@ static void late_init(void *p, ncclResult_t r) {
 /* Blocking mode (the default): the init runs blocking on a helper thread, awaited up to the
  * deadline. Non-blocking mode, and inside a group: NCCL's own non-blocking init, polled (at
  * group_end inside a group). */
-hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *id, int rank, double timeout,
+hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *ids, int nids, int rank, double timeout,
                                           int *comm_id) {
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));
+    if (nids > 1 && n->CommInitRankScalable == NULL)
+        return HN_FAIL(HIDET_NCCL_ERROR_UNSUPPORTED, "an init with %d roots needs NCCL 2.23 (ncclCommInitRankScalable)",
+                       nids);
     int device;
     HN_CHECK(hidet_nccl__current_device(&device));
     char what[160];
@@ -82,15 +91,21 @@ hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *id, in
     int blocking;
     HN_CHECK(hidet_nccl__want_blocking(&blocking));
     if (blocking && hidet_nccl__group_depth() == 0) {
-        init_job_t job = {n, NULL, *id, nranks, rank};
+        size_t bytes = sizeof(init_job_t) + (size_t)nids * sizeof(ncclUniqueId);
+        init_job_t *job = malloc(bytes);
+        if (job == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ids", nids);
+        *job = (init_job_t){n, NULL, nranks, rank, nids};
+        memcpy(job->ids, ids, (size_t)nids * sizeof(ncclUniqueId));
         ncclResult_t r;
-        HN_CHECK(hidet_nccl__blocking_call(&(hn_blocking_call_t){run_init, late_init}, &job, sizeof job, device,
-                                           timeout, what, &r));
-        if (r != ncclSuccess) return init_failed(n, r, nranks, rank, job.comm);
-        comm = job.comm;
+        hidet_nccl_status_t st = hidet_nccl__blocking_call(&(hn_blocking_call_t){run_init, late_init}, job, bytes,
+                                                           device, timeout, what, &r);
+        comm = job->comm;
+        free(job);
+        HN_CHECK(st);
+        if (r != ncclSuccess) return init_failed(n, r, nranks, nids, rank, comm);
     } else {
-        ncclResult_t r = start_init(n, &comm, nranks, id, rank, 0);
-        if (r != ncclSuccess && r != ncclInProgress) return init_failed(n, r, nranks, rank, comm);
+        ncclResult_t r = start_init(n, &comm, nranks, ids, nids, rank, 0);
+        if (r != ncclSuccess && r != ncclInProgress) return init_failed(n, r, nranks, nids, rank, comm);
         if (hidet_nccl__group_depth() > 0) HN_CHECK(hidet_nccl__group_track(comm));
         else HN_CHECK(hidet_nccl__await(n, &comm, 1, timeout, 1, what));
     }
@@ -114,7 +129,7 @@ hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id
                        nranks);
     double timeout;
     HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
-    return hidet_nccl__init_rank(nranks, id, rank, timeout, comm_id);
+    return hidet_nccl__init_rank(nranks, id, 1, rank, timeout, comm_id);
 }
 
 /* Every device non-negative, given once, and visible. */
@@ -165,7 +180,7 @@ static hidet_nccl_status_t init_group(const hn_nccl_t *n, int ndev, const int *d
             st = hidet_nccl__cuda_fail(__func__, "cudaSetDevice", ce);
             break;
         }
-        r = start_init(n, &comms[i], ndev, &id, i, blocking);
+        r = start_init(n, &comms[i], ndev, &id, 1, i, blocking);
         if (r != ncclSuccess && r != ncclInProgress) st = hidet_nccl__nccl_fail(__func__, "ncclCommInitRank", r, NULL);
     }
     r = n->GroupEnd();

@@ -12,8 +12,10 @@
 #include "core/cuda_int.h"
 #include "core/device_select_int.h"
 #include "core/error_int.h"
+#include "core/init_roots_int.h"
 #include "core/log_int.h"
 #include "core/nccl_loader_int.h"
+#include "core/nccl_version_int.h"
 
 /* What rank 0 broadcasts: the id, or why there is none. */
 typedef struct {
@@ -55,6 +57,78 @@ static hidet_nccl_status_t check_placement(hidet_nccl_bootstrap_h bs, int rank, 
     return st;
 }
 
+/* How many roots: one up to HIDET_NCCL_RANKS_PER_ROOT ranks, else ceil(n / that) when NCCL
+ * has ncclCommInitRankScalable (2.23; an older one gets one root and an INFO line). */
+static hidet_nccl_status_t root_count(const hn_nccl_t *n, int size, int *nroots) {
+    int per_root = 128;
+    HN_CHECK(hidet_nccl__setting_int(HN_SETTING_RANKS_PER_ROOT, &per_root));
+    *nroots = hidet_nccl__init_roots(size, per_root);
+    if (*nroots > 1 && n->CommInitRankScalable == NULL) {
+        HN_INFO("%d ranks would take %d roots (HIDET_NCCL_RANKS_PER_ROOT=%d), but NCCL %d.%d.%d has no "
+                "ncclCommInitRankScalable (2.23): one root",
+                size, *nroots, per_root, hidet_nccl__version_major(n->version), hidet_nccl__version_minor(n->version),
+                hidet_nccl__version_patch(n->version));
+        *nroots = 1;
+    }
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* This rank's fresh id, or why there is none. */
+static void make_id(const hn_nccl_t *n, root_message_t *m) {
+    ncclResult_t r = n->GetUniqueId(&m->id); /* a fresh id for every communicator */
+    if (r != ncclSuccess) {
+        m->status = HIDET_NCCL_ERROR_NCCL;
+        snprintf(m->reason, sizeof m->reason, "ncclGetUniqueId failed: %s", n->GetErrorString(r));
+    }
+}
+
+/* One root: rank 0's id (or its failure), broadcast. */
+static hidet_nccl_status_t one_root(const hn_nccl_t *n, hidet_nccl_bootstrap_h bs, int rank, double timeout,
+                                    ncclUniqueId *id) {
+    root_message_t m;
+    memset(&m, 0, sizeof m);
+    if (rank == 0) make_id(n, &m);
+    HN_CHECK(hidet_nccl__bootstrap_broadcast(bs, &m, sizeof m, 0, timeout));
+    if (m.status != HIDET_NCCL_SUCCESS) {
+        m.reason[sizeof m.reason - 1] = '\0';
+        return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "rank 0 could not make the NCCL id: %s", m.reason);
+    }
+    *id = m.id;
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* Several roots (hidet_nccl__init_root_index): each makes an id; an allgather brings every
+ * root's id (or its failure) to every rank, in root order. */
+static hidet_nccl_status_t many_roots(const hn_nccl_t *n, hidet_nccl_bootstrap_h bs, int rank, int size, int nroots,
+                                      double timeout, ncclUniqueId *ids) {
+    typedef struct {
+        int32_t status;
+        ncclUniqueId id;
+    } root_id_t;
+    root_id_t mine;
+    memset(&mine, 0, sizeof mine);
+    if (hidet_nccl__init_root_index(rank, size, nroots) >= 0) {
+        root_message_t m;
+        memset(&m, 0, sizeof m);
+        make_id(n, &m);
+        mine.status = m.status;
+        mine.id = m.id;
+    }
+    root_id_t *all = calloc((size_t)size, sizeof *all);
+    if (all == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks' ids", size);
+    hidet_nccl_status_t st = hidet_nccl__bootstrap_allgather(bs, &mine, all, sizeof mine, timeout);
+    for (int r = 0; st == HIDET_NCCL_SUCCESS && r < size; r++) {
+        int i = hidet_nccl__init_root_index(r, size, nroots);
+        if (i < 0) continue;
+        if (all[r].status != HIDET_NCCL_SUCCESS)
+            st = HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (root %d of %d) could not make its NCCL id", r, i, nroots);
+        else
+            ids[i] = all[r].id;
+    }
+    free(all);
+    return st;
+}
+
 hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_nccl_init_options_t *options,
                                          int *comm_id) {
     HN_ENTER();
@@ -79,25 +153,18 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
     HN_CHECK(hidet_nccl__select_device(opt.device, local_rank, &device));
     HN_CHECK(check_placement(bs, rank, size, device, timeout));
 
-    root_message_t m;
-    memset(&m, 0, sizeof m);
-    if (rank == 0) {
-        ncclResult_t r = n->GetUniqueId(&m.id); /* a fresh id for every communicator */
-        if (r != ncclSuccess) {
-            m.status = HIDET_NCCL_ERROR_NCCL;
-            snprintf(m.reason, sizeof m.reason, "ncclGetUniqueId failed: %s", n->GetErrorString(r));
-        }
-    }
-    HN_CHECK(hidet_nccl__bootstrap_broadcast(bs, &m, sizeof m, 0, timeout));
-    if (m.status != HIDET_NCCL_SUCCESS) {
-        m.reason[sizeof m.reason - 1] = '\0';
-        return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "rank 0 could not make the NCCL id: %s", m.reason);
-    }
+    int nroots = 1;
+    HN_CHECK(root_count(n, size, &nroots));
+    ncclUniqueId *ids = calloc((size_t)nroots, sizeof *ids);
+    if (ids == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ids", nroots);
+    hidet_nccl_status_t st = nroots == 1 ? one_root(n, bs, rank, timeout, ids) : many_roots(n, bs, rank, size, nroots, timeout, ids);
     double remaining = timeout - (hidet_nccl__now() - start);
     if (remaining < 1) remaining = 1;
-    HN_CHECK(hidet_nccl__init_rank(size, &m.id, rank, remaining, comm_id));
-    HN_INFO("comm_init through bootstrap '%s': rank %d of %d on GPU %d ready in %.3f s (id %d)", bs->ops.name, rank,
-            size, device, hidet_nccl__now() - start, *comm_id);
+    if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__init_rank(size, ids, nroots, rank, remaining, comm_id);
+    free(ids);
+    if (st != HIDET_NCCL_SUCCESS) return st;
+    HN_INFO("comm_init through bootstrap '%s': rank %d of %d on GPU %d ready in %.3f s (id %d, %d root%s)", bs->ops.name,
+            rank, size, device, hidet_nccl__now() - start, *comm_id, nroots, nroots > 1 ? "s" : "");
     return HIDET_NCCL_SUCCESS;
 }
 

@@ -6,8 +6,9 @@
 
 #include "hidet_nccl/hidet_nccl.h"
 
-/* One rank's owned communicator on the current device, awaited up to timeout seconds. */
-hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *id, int rank, double timeout,
+/* One rank's owned communicator on the current device, awaited up to timeout seconds, from
+ * the id of one root (nids 1) or of several (ncclCommInitRankScalable, NCCL 2.23). */
+hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *ids, int nids, int rank, double timeout,
                                           int *comm_id);
 
 /* Whether communicators are made blocking: yes unless HIDET_NCCL_NONBLOCKING=1. A bad value

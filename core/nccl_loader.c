@@ -64,6 +64,7 @@ static const struct {
     {"ncclCommFinalize", offsetof(hn_nccl_t, CommFinalize), 0},
     {"ncclCommSplit", offsetof(hn_nccl_t, CommSplit), 0},
     {"ncclGetLastError", offsetof(hn_nccl_t, GetLastError), 0},
+    {"ncclCommInitRankScalable", offsetof(hn_nccl_t, CommInitRankScalable), 0},
 };
 
 /* Fills t from handle; on a missing required symbol returns its name. */

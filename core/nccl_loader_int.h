@@ -30,6 +30,8 @@ typedef struct {
     ncclResult_t (*CommSplit)(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                               ncclConfig_t *config);                           /* 2.18 */
     const char *(*GetLastError)(ncclComm_t comm);                              /* 2.13 */
+    ncclResult_t (*CommInitRankScalable)(ncclComm_t *comm, int nranks, int rank, int nids, ncclUniqueId *ids,
+                                         ncclConfig_t *config);                /* 2.23 */
     /* Filled by the loader. */
     int version;      /* normalized: X*10000 + Y*100 + Z */
     char path[4096];  /* where it was loaded from */

@@ -61,6 +61,9 @@ static const struct {
                                 "host of rank 0 for the socket rendezvous (hidet-nccl-run --master-addr, torchrun)"},
     [HN_SETTING_MASTER_PORT] = {"MASTER_PORT", KIND_INT, NULL, 1, 65535,
                                 "port rank 0 listens on for the socket rendezvous"},
+    [HN_SETTING_RANKS_PER_ROOT] = {"HIDET_NCCL_RANKS_PER_ROOT", KIND_INT, "128", 1, 1 << 30,
+                                   "ranks per root of a communicator's init: more ranks than this, and init uses "
+                                   "ceil(n / this) roots (ncclCommInitRankScalable, NCCL 2.23)"},
 };
 
 /* The launchers' rank variables, in the order they are trusted: the innermost launcher

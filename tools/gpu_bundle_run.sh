@@ -45,6 +45,13 @@ done
 run all_reduce_gpu_test "$bin/all_reduce_gpu_test"
 run mpi_gpu_test mpirun "${mpirun_args[@]}" "$bin/mpi_gpu_test"
 run launcher_gpu_test "${launch[@]}" "$bin/launcher_gpu_test"
+# Scalable init with every rank a root (HIDET_NCCL_RANKS_PER_ROOT=1): ncclCommInitRankScalable.
+roots() { # command...: runs it at INFO and requires every init to have said it used n roots
+    HIDET_NCCL_RANKS_PER_ROOT=1 HIDET_NCCL_DEBUG=INFO "$@" 2>&1 | tee /dev/stderr | grep -q "$n roots" &&
+        [ "${PIPESTATUS[0]}" -eq 0 ]
+}
+run mpi_gpu_test_roots roots mpirun "${mpirun_args[@]}" -x HIDET_NCCL_RANKS_PER_ROOT -x HIDET_NCCL_DEBUG "$bin/mpi_gpu_test"
+run launcher_gpu_test_roots roots "${launch[@]}" "$bin/launcher_gpu_test"
 run suite_gpu_test_mpi mpirun "${mpirun_args[@]}" "$bin/suite_gpu_test_mpi"
 run suite_gpu_test_file "${launch[@]}" "$bin/suite_gpu_test_file"
 echo "$passed passed, $failed failed"

@@ -255,6 +255,9 @@ typedef struct {
  *    $SLURM_LOCALID, $PMI_LOCAL_RANK), then the bootstrap's; modulo the visible devices.
  *    Two ranks on one GPU of one host are an error (found by the bootstrap's allgather).
  * 2. Rank 0 calls ncclGetUniqueId; the bootstrap broadcasts it (and rank 0's failure, if any).
+ *    With more ranks than $HIDET_NCCL_RANKS_PER_ROOT (default 128) and NCCL 2.23 or newer,
+ *    ceil(n / that) ranks spread evenly are roots, each makes an id, the bootstrap's allgather
+ *    brings them to every rank, and init is ncclCommInitRankScalable.
  * 3. The communicator is created as hidet_nccl_comm_init_rank makes it (blocking, on a
  *    helper thread awaited until the deadline); at the deadline HIDET_NCCL_ERROR_TIMEOUT
  *    names what was awaited.
