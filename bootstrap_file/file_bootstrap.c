@@ -10,9 +10,11 @@
  *   4. the root removes the ANNOUNCE once every HELLO is gone. A HELLO that changes (a stale
  *      one replaced by a late reader) makes the root publish again.
  * One deadline covers the whole round, on every rank. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bootstrap_file/file_format_int.h"
@@ -148,9 +150,12 @@ static hidet_nccl_status_t file_finalize(void *state, char *msg, size_t msg_byte
     return HIDET_NCCL_SUCCESS;
 }
 
-/* Polls from 0.1 ms, doubling up to the cap, with jitter, until the round's deadline. */
+/* Polls from 0.1 ms, doubling up to the cap, with jitter, until the round's deadline. The cap
+ * is HIDET_NCCL_POLL_MAX_MS, or 20 us per rank when that is more: a thousand ranks polling one
+ * directory every 5 ms would spend the host's CPUs on it. */
 static void begin_poll(const file_state_t *s, hn_poll_t *poll, double timeout_s) {
-    hidet_nccl__poll_begin(poll, timeout_s, 0, 100000, s->poll_cap_ns, 1);
+    long scaled = 20000L * s->nranks;
+    hidet_nccl__poll_begin(poll, timeout_s, 0, 100000, scaled > s->poll_cap_ns ? scaled : s->poll_cap_ns, 1);
 }
 
 static void path_of(const file_state_t *s, uint64_t seq, int hello_rank, char *out, size_t n) {
@@ -212,7 +217,28 @@ typedef struct {
     unsigned char *have;
     uint8_t *file;
     size_t cap;
+    struct stat *seen; /* each hello as last read: unchanged ones are not read again */
 } root_work_t;
+
+/* 0: rank r's hello is gone; 1: it is the one last read; 2: it changed (read it again). */
+static int hello_state(const file_state_t *s, const round_t *rd, int r, const struct stat *seen) {
+    char path[4352];
+    path_of(s, rd->seq, r, path, sizeof path);
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : 2;
+    return st.st_ino == seen->st_ino && st.st_mtim.tv_sec == seen->st_mtim.tv_sec &&
+                   st.st_mtim.tv_nsec == seen->st_mtim.tv_nsec && st.st_size == seen->st_size
+               ? 1
+               : 2;
+}
+
+/* Notes the identity of rank r's hello; taken before it is read, so that a replacement that
+ * comes between the two shows as a change at the next look. */
+static void note_hello(const file_state_t *s, const round_t *rd, int r, struct stat *seen) {
+    char path[4352];
+    path_of(s, rd->seq, r, path, sizeof path);
+    if (lstat(path, seen) != 0) memset(seen, 0, sizeof *seen);
+}
 
 /* The part of rank r lands in the announce's data (an allgather), or nowhere. */
 static void *part_slot(const round_t *rd, int r) {
@@ -225,12 +251,14 @@ static hidet_nccl_status_t await_hellos(file_state_t *s, const round_t *rd, root
     int n = s->nranks;
     char why[768] = "", missing[160];
     for (int waiting = n - 1; waiting > 0;) {
-        for (int r = 0; r < n; r++)
-            if (!w->have[r] &&
-                read_hello(s, rd, r, w->nonces + (size_t)r * HN_BF_NONCE, part_slot(rd, r), why, sizeof why) == 1) {
+        for (int r = 0; r < n; r++) {
+            if (w->have[r]) continue;
+            note_hello(s, rd, r, &w->seen[r]);
+            if (read_hello(s, rd, r, w->nonces + (size_t)r * HN_BF_NONCE, part_slot(rd, r), why, sizeof why) == 1) {
                 w->have[r] = 1;
                 waiting--;
             }
+        }
         if (waiting == 0) break;
         if (hidet_nccl__poll_expired(poll)) {
             list_missing(w->have, n, s->rank, missing, sizeof missing);
@@ -268,8 +296,14 @@ static hidet_nccl_status_t publish_until_taken(file_state_t *s, const round_t *r
         int left = 0;
         for (int r = 0; r < n; r++) {
             if (r == s->rank || !w->have[r]) continue;
+            int state = hello_state(s, rd, r, &w->seen[r]);
+            if (state == 1) { /* the hello it has published to: still waiting to be taken */
+                left++;
+                continue;
+            }
             uint8_t nonce[HN_BF_NONCE];
-            int got = read_hello(s, rd, r, nonce, part_slot(rd, r), why, sizeof why);
+            if (state == 2) note_hello(s, rd, r, &w->seen[r]);
+            int got = state == 0 ? 0 : read_hello(s, rd, r, nonce, part_slot(rd, r), why, sizeof why);
             if (got == 0) {
                 w->have[r] = 0; /* taken: its hello is gone */
                 continue;
@@ -299,10 +333,10 @@ static hidet_nccl_status_t root_round(file_state_t *s, const round_t *rd, double
                                       size_t msg_bytes) {
     int n = s->nranks;
     root_work_t w = {calloc((size_t)n, HN_BF_NONCE), calloc((size_t)n, 1), NULL,
-                     HN_BF_HEADER + 8 + rd->out_bytes + (size_t)HN_BF_NONCE * n};
+                     HN_BF_HEADER + 8 + rd->out_bytes + (size_t)HN_BF_NONCE * n, calloc((size_t)n, sizeof(struct stat))};
     w.file = malloc(w.cap);
     hidet_nccl_status_t st;
-    if (!w.nonces || !w.have || !w.file) {
+    if (!w.nonces || !w.have || !w.file || !w.seen) {
         st = hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", n);
     } else {
         w.have[s->rank] = 1;
@@ -315,6 +349,7 @@ static hidet_nccl_status_t root_round(file_state_t *s, const round_t *rd, double
     free(w.nonces);
     free(w.have);
     free(w.file);
+    free(w.seen);
     return st;
 }
 

@@ -66,6 +66,15 @@ int hidet_nccl__sk_listen(int port, char *why, size_t why_bytes) {
     return fd;
 }
 
+/* A connection to a local port nobody listens on can meet itself (TCP simultaneous open, when
+ * the kernel picks that very port as the source): then it would read its own hello. */
+static int connected_to_itself(int fd) {
+    struct sockaddr_storage me, peer;
+    socklen_t a = sizeof me, b = sizeof peer;
+    return getsockname(fd, (struct sockaddr *)&me, &a) == 0 && getpeername(fd, (struct sockaddr *)&peer, &b) == 0 &&
+           a == b && memcmp(&me, &peer, a) == 0;
+}
+
 /* One attempt on one address: 1 connected, 0 refused or not yet reachable, -1 failed. */
 static int connect_once(const struct addrinfo *a, double deadline, int *out) {
     int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
@@ -77,7 +86,8 @@ static int connect_once(const struct addrinfo *a, double deadline, int *out) {
     struct pollfd p = {fd, POLLOUT, 0};
     int err = 0;
     socklen_t len = sizeof err;
-    if (poll(&p, 1, ms_left(deadline)) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+    if (poll(&p, 1, ms_left(deadline)) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0 ||
+        connected_to_itself(fd)) {
         close(fd);
         return 0;
     }

@@ -114,7 +114,7 @@ static double run(const char *self, const char *backend, int n, int rep, const c
     unlink(out);
     int port = 20000 + (int)((unsigned)getpid() * 7919u + (unsigned)(n * 31 + rep)) % 40000;
     int mpirun = strcmp(backend, "pmix") == 0 || strcmp(backend, "mpi") == 0;
-    double lead = mpirun ? 3.0 + n * 0.01 : 0.5 + n * 0.002; /* every process up and waiting by T0 */
+    double lead = mpirun ? 3.0 + n * 0.03 : 0.5 + n * 0.002; /* every process up and waiting by T0 */
     double t0 = realtime() + lead;
     snprintf(t0s, sizeof t0s, "%.6f", t0);
     snprintf(ns, sizeof ns, "%d", n);
