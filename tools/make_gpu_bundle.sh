@@ -4,6 +4,7 @@
 # folder for a GPU node that has the NVIDIA driver, NCCL and Open MPI but no Bazel:
 #   tools/make_gpu_bundle.sh [DIR]      (default: gpu_bundle)
 #   DIR/run.sh                          on the GPU node; ends with "N passed, N failed"
+#   DIR/two_nodes.sh                    two fake nodes on one 2-GPU host (NET/Socket), every bootstrap
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=${1:-gpu_bundle}
@@ -21,6 +22,7 @@ targets=(
     //examples:cg_solve
     //tools:hidet-nccl-run
     //tools:hidet-nccl-bench
+    //tools:bootstrap_cost_bench
 )
 bazel build "${targets[@]}"
 rm -rf "$dest"
@@ -31,5 +33,6 @@ for t in "${targets[@]}"; do
 done
 cp tools/gpu_bundle_run.sh "$dest/run.sh"
 cp tests/gpu/peer_death.sh "$dest/peer_death.sh"
-chmod +x "$dest/run.sh" "$dest/peer_death.sh"
+cp tools/gpu_two_nodes.sh "$dest/two_nodes.sh"
+chmod +x "$dest/run.sh" "$dest/peer_death.sh" "$dest/two_nodes.sh"
 echo "bundle in $dest: $(ls "$dest/bin" | tr '\n' ' ')"
