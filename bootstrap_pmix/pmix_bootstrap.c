@@ -240,18 +240,21 @@ static hidet_nccl_status_t put(const pmix_state_t *s, const char *key, const voi
     return rc == PMIX_SUCCESS ? HIDET_NCCL_SUCCESS : pmix_fail(s, msg, n, "PMIx_Put/PMIx_Commit", rc);
 }
 
-/* Rank r's bytes under key (after the fence that collected them): exactly `bytes` of them. */
-static hidet_nccl_status_t get(const pmix_state_t *s, int r, const char *key, void *out, size_t bytes, char *msg,
-                               size_t n) {
+/* Rank r's bytes under key (after the fence that collected them): exactly `bytes` of them.
+ * The data may sit with the local PMIx server rather than in this process (PMIx 5 keeps it
+ * there), so the Get may ask the server: bounded by what is left of the deadline. */
+static hidet_nccl_status_t get(const pmix_state_t *s, int r, const char *key, void *out, size_t bytes,
+                               double deadline, char *msg, size_t n) {
     pmix_proc_t from = s->me;
     from.rank = (pmix_rank_t)r;
-    pmix_info_t local; /* the fence collected the data: only look here, never wait */
-    memset(&local, 0, sizeof local);
-    snprintf(local.key, sizeof local.key, "%s", PMIX_OPTIONAL);
-    local.value.type = PMIX_BOOL;
-    local.value.data.flag = true;
+    pmix_info_t bound;
+    memset(&bound, 0, sizeof bound);
+    snprintf(bound.key, sizeof bound.key, "%s", PMIX_TIMEOUT);
+    bound.value.type = PMIX_INT;
+    double left = deadline - hidet_nccl__now();
+    bound.value.data.integer = left < 1 ? 1 : left > 1e6 ? 1000000 : (int)left + 1; /* whole seconds */
     pmix_value_t *v = NULL;
-    pmix_status_t rc = s->p->Get(&from, key, &local, 1, &v);
+    pmix_status_t rc = s->p->Get(&from, key, &bound, 1, &v);
     if (rc != PMIX_SUCCESS || v == NULL) return pmix_fail(s, msg, n, "PMIx_Get", rc);
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
     if (v->type != PMIX_BYTE_OBJECT || v->data.bo.size != bytes)
@@ -269,9 +272,10 @@ static hidet_nccl_status_t pmix_broadcast(void *state, void *buf, size_t bytes, 
     const pmix_state_t *s = state;
     char key[64];
     key_of(s, tag, key, sizeof key);
+    double deadline = hidet_nccl__now() + timeout_s;
     hidet_nccl_status_t st = s->rank == root ? put(s, key, buf, bytes, msg, n) : HIDET_NCCL_SUCCESS;
     if (st == HIDET_NCCL_SUCCESS) st = fence(s, key, timeout_s, msg, n);
-    if (st == HIDET_NCCL_SUCCESS && s->rank != root) st = get(s, root, key, buf, bytes, msg, n);
+    if (st == HIDET_NCCL_SUCCESS && s->rank != root) st = get(s, root, key, buf, bytes, deadline, msg, n);
     return st;
 }
 
@@ -280,11 +284,12 @@ static hidet_nccl_status_t pmix_allgather(void *state, const void *send, void *r
     const pmix_state_t *s = state;
     char key[64];
     key_of(s, tag, key, sizeof key);
+    double deadline = hidet_nccl__now() + timeout_s;
     hidet_nccl_status_t st = put(s, key, send, bytes, msg, n);
     if (st == HIDET_NCCL_SUCCESS) st = fence(s, key, timeout_s, msg, n);
     if (st == HIDET_NCCL_SUCCESS) memmove((uint8_t *)recv + (size_t)s->rank * bytes, send, bytes);
     for (int r = 0; st == HIDET_NCCL_SUCCESS && r < s->size; r++)
-        if (r != s->rank) st = get(s, r, key, (uint8_t *)recv + (size_t)r * bytes, bytes, msg, n);
+        if (r != s->rank) st = get(s, r, key, (uint8_t *)recv + (size_t)r * bytes, bytes, deadline, msg, n);
     return st;
 }
 

@@ -45,6 +45,12 @@ static int rank_main(const char *backend, int rank, int n, double t0, const char
     ncclUniqueId id;
     memset(&id, 0, sizeof id);
     if (rank == 0 && hidet_nccl_get_unique_id(&id) != HIDET_NCCL_SUCCESS) return 1; /* loads and warms NCCL */
+    if (mpi) { /* MPI_Init of many ranks may outlast the lead: rank 0 moves T0 past it for all */
+        int me = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &me);
+        if (me == 0 && realtime() + 0.5 > t0) t0 = realtime() + 0.5;
+        MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    }
     int late = realtime() > t0;
     sleep_until(t0);
     hidet_nccl_bootstrap_h bs = NULL;
@@ -74,7 +80,7 @@ static int rank_main(const char *backend, int rank, int n, double t0, const char
     double done = realtime();
     if (st != HIDET_NCCL_SUCCESS) fprintf(stderr, "rank %d: %s\n", rank, hidet_nccl_last_error());
     char line[96];
-    int len = snprintf(line, sizeof line, "%d %.9f %d %d\n", rank, done, st == HIDET_NCCL_SUCCESS, late);
+    int len = snprintf(line, sizeof line, "%d %.9f %d %d %.9f\n", rank, done, st == HIDET_NCCL_SUCCESS, late, t0);
     int fd = open(out, O_WRONLY | O_APPEND | O_CREAT, 0600);
     if (fd >= 0 && write(fd, line, (size_t)len) != len) st = HIDET_NCCL_ERROR_SYSTEM; /* one write: lines stay whole */
     if (fd >= 0) close(fd);
@@ -83,18 +89,20 @@ static int rank_main(const char *backend, int rank, int n, double t0, const char
     return st == HIDET_NCCL_SUCCESS ? 0 : 1;
 }
 
-/* The run's time from OUT: the last rank's minus t0; -1 if a rank failed, was late, or is missing. */
+/* The run's time from OUT: the last rank's minus the T0 the ranks started at (the driver's, or
+ * a later one MPI's rank 0 chose); -1 if a rank failed, was late, or is missing. */
 static double collect(const char *out, int n, double t0, int *late) {
     FILE *f = fopen(out, "r");
     if (f == NULL) return -1;
     int rank, ok, was_late, count = 0, good = 1;
-    double done, last = 0;
+    double done, last = 0, start;
     *late = 0;
-    while (fscanf(f, "%d %lf %d %d", &rank, &done, &ok, &was_late) == 4) {
+    while (fscanf(f, "%d %lf %d %d %lf", &rank, &done, &ok, &was_late, &start) == 5) {
         count++;
         good &= ok;
         *late += was_late;
         if (done > last) last = done;
+        t0 = start;
     }
     fclose(f);
     return count == n && good && *late == 0 ? last - t0 : -1;
@@ -114,7 +122,7 @@ static double run(const char *self, const char *backend, int n, int rep, const c
     unlink(out);
     int port = 20000 + (int)((unsigned)getpid() * 7919u + (unsigned)(n * 31 + rep)) % 40000;
     int mpirun = strcmp(backend, "pmix") == 0 || strcmp(backend, "mpi") == 0;
-    double lead = mpirun ? 3.0 + n * 0.03 : 0.5 + n * 0.002; /* every process up and waiting by T0 */
+    double lead = mpirun ? 3.0 + n * 0.04 : 0.5 + n * 0.002; /* every process up and waiting by T0 */
     double t0 = realtime() + lead;
     snprintf(t0s, sizeof t0s, "%.6f", t0);
     snprintf(ns, sizeof ns, "%d", n);
