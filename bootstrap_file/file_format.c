@@ -3,18 +3,11 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "core/kit.h"
+
 #include "bootstrap_file/file_format_int.h"
 
 static const uint8_t k_magic[8] = {'H', 'N', 'C', 'C', 'L', 'B', 'F', 0};
-
-static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static uint32_t get16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
-static uint32_t get32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
 
 static uint32_t checksum(const uint8_t *p, size_t n) { return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n); }
 
@@ -25,18 +18,18 @@ static size_t encode(uint8_t *out, size_t cap, int kind, const char *key, uint64
     if (total > cap || key_len > HN_BF_KEY_BYTES) return 0;
     memset(out, 0, HN_BF_HEADER);
     memcpy(out, k_magic, sizeof k_magic);
-    put16(out + 8, HN_BF_VERSION);
-    put16(out + 10, (uint32_t)kind);
-    put32(out + 12, world);
-    put32(out + 16, rank);
-    put32(out + 20, (uint32_t)body);
-    put64(out + 24, seq);
+    hidet_nccl__put16(out + 8, HN_BF_VERSION);
+    hidet_nccl__put16(out + 10, (uint32_t)kind);
+    hidet_nccl__put32(out + 12, world);
+    hidet_nccl__put32(out + 16, rank);
+    hidet_nccl__put32(out + 20, (uint32_t)body);
+    hidet_nccl__put64(out + 24, seq);
     memcpy(out + 32, key, key_len);
     return total;
 }
 
 static size_t seal(uint8_t *out, size_t total) {
-    put32(out + total - 4, checksum(out, total - 4));
+    hidet_nccl__put32(out + total - 4, checksum(out, total - 4));
     return total;
 }
 
@@ -47,7 +40,7 @@ size_t hidet_nccl__bf_encode_hello(uint8_t *out, size_t cap, const char *key, ui
     size_t total = encode(out, cap, HN_BF_KIND_HELLO, key, seq, world, rank, HN_BF_NONCE + 4 + (size_t)part_bytes);
     if (total == 0) return 0;
     memcpy(out + HN_BF_HEADER, nonce, HN_BF_NONCE);
-    put32(out + HN_BF_HEADER + HN_BF_NONCE, part_bytes);
+    hidet_nccl__put32(out + HN_BF_HEADER + HN_BF_NONCE, part_bytes);
     if (part_bytes) memcpy(out + HN_BF_HEADER + HN_BF_NONCE + 4, part, part_bytes);
     return seal(out, total);
 }
@@ -58,7 +51,7 @@ size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key,
     size_t body = 4 + (size_t)data_bytes + (size_t)HN_BF_NONCE * world;
     size_t total = encode(out, cap, HN_BF_KIND_ANNOUNCE, key, seq, world, root, body);
     if (total == 0) return 0;
-    put32(out + HN_BF_HEADER, data_bytes);
+    hidet_nccl__put32(out + HN_BF_HEADER, data_bytes);
     if (data_bytes) memcpy(out + HN_BF_HEADER + 4, data, data_bytes);
     memcpy(out + HN_BF_HEADER + 4 + data_bytes, nonces, (size_t)HN_BF_NONCE * world);
     return seal(out, total);
@@ -69,19 +62,19 @@ size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key,
 int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *msg, char *why, size_t why_bytes) {
     if (len < HN_BF_HEADER + 4) return WHY("%zu bytes, shorter than a header (%d)", len, HN_BF_HEADER + 4);
     if (memcmp(buf, k_magic, sizeof k_magic) != 0) return WHY("not a hidet-nccl bootstrap file (wrong magic)");
-    uint32_t version = get16(buf + 8);
+    uint32_t version = hidet_nccl__get16(buf + 8);
     if (version != HN_BF_VERSION)
         return WHY("format version %u; this library reads version %d", version, HN_BF_VERSION);
-    uint32_t body = get32(buf + 20);
+    uint32_t body = hidet_nccl__get32(buf + 20);
     if ((size_t)body != len - HN_BF_HEADER - 4)
         return WHY("%zu bytes but the header announces %u + %d (torn or truncated)", len, body, HN_BF_HEADER + 4);
-    uint32_t want = get32(buf + len - 4), got = checksum(buf, len - 4);
+    uint32_t want = hidet_nccl__get32(buf + len - 4), got = checksum(buf, len - 4);
     if (want != got) return WHY("checksum mismatch (file says %08x, contents give %08x)", want, got);
     memset(msg, 0, sizeof *msg);
-    msg->kind = (int)get16(buf + 10);
-    msg->world_size = get32(buf + 12);
-    msg->rank = get32(buf + 16);
-    msg->seq = get64(buf + 24);
+    msg->kind = (int)hidet_nccl__get16(buf + 10);
+    msg->world_size = hidet_nccl__get32(buf + 12);
+    msg->rank = hidet_nccl__get32(buf + 16);
+    msg->seq = hidet_nccl__get64(buf + 24);
     memcpy(msg->key, buf + 32, HN_BF_KEY_BYTES);
     msg->key[HN_BF_KEY_BYTES] = '\0';
     size_t key_len = strlen(msg->key);
@@ -94,7 +87,7 @@ int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *m
     const uint8_t *b = buf + HN_BF_HEADER;
     if (msg->kind == HN_BF_KIND_HELLO) {
         if (body < HN_BF_NONCE + 4) return WHY("a hello of %u body bytes (at least %d)", body, HN_BF_NONCE + 4);
-        msg->data_bytes = get32(b + HN_BF_NONCE);
+        msg->data_bytes = hidet_nccl__get32(b + HN_BF_NONCE);
         if ((size_t)body != HN_BF_NONCE + 4 + (size_t)msg->data_bytes)
             return WHY("a hello of %u body bytes does not hold a nonce and %u part bytes", body, msg->data_bytes);
         msg->nonce = b;
@@ -103,7 +96,7 @@ int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *m
     }
     if (msg->kind != HN_BF_KIND_ANNOUNCE) return WHY("unknown kind %d", msg->kind);
     if (body < 4) return WHY("an announce of %u body bytes", body);
-    msg->data_bytes = get32(b);
+    msg->data_bytes = hidet_nccl__get32(b);
     if (msg->data_bytes > HN_BF_MAX_DATA) return WHY("%u data bytes, more than %d", msg->data_bytes, HN_BF_MAX_DATA);
     if ((size_t)body != 4 + (size_t)msg->data_bytes + (size_t)HN_BF_NONCE * msg->world_size)
         return WHY("an announce of %u body bytes does not hold %u data bytes and %u nonces", body, msg->data_bytes,

@@ -33,18 +33,6 @@ typedef struct {
     int *fds; /* rank 0: fds[r] of rank r (fds[0] unused); the others: fds[0], to rank 0 */
 } socket_state_t;
 
-static int key_ok(const char *k) {
-    size_t n = strlen(k);
-    if (n == 0 || n > HN_SK_KEY_BYTES) return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = k[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-              c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
 /* Address, port and job key from params or the settings. */
 static hidet_nccl_status_t resolve_place(const hidet_nccl_socket_bootstrap_params_t *p, socket_state_t *s, char *msg,
                                          size_t n) {
@@ -72,23 +60,13 @@ static hidet_nccl_status_t resolve_place(const hidet_nccl_socket_bootstrap_param
         snprintf(fallback, sizeof fallback, "socket-%d", port);
         key = fallback;
     }
-    if (!key_ok(key))
+    if (!hidet_nccl__key_ok(key, HN_SK_KEY_BYTES))
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                                "job key '%.80s' is not 1 to %d of the characters A-Z a-z 0-9 . _ -", key,
                                HN_SK_KEY_BYTES);
     snprintf(s->addr, sizeof s->addr, "%s", addr);
     snprintf(s->key, sizeof s->key, "%s", key);
     s->port = port;
-    return HIDET_NCCL_SUCCESS;
-}
-
-static hidet_nccl_status_t resolve_rank(int given, int hint, const char *field, int required,
-                                        const hidet_nccl_bootstrap_init_args_t *args, int *out, char *msg, size_t n) {
-    *out = given >= 0 ? given : hint;
-    if (*out < 0 && required)
-        return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
-                               "the %s is not given (params) and the environment gives none: %s", field,
-                               args->hint_source);
     return HIDET_NCCL_SUCCESS;
 }
 
@@ -303,12 +281,12 @@ static hidet_nccl_status_t socket_init(const void *params_v, const hidet_nccl_bo
     socket_state_t *s = calloc(1, sizeof *s);
     if (s == NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
     hidet_nccl_status_t st = resolve_place(&p, s, msg, n);
-    if (st == HIDET_NCCL_SUCCESS) st = resolve_rank(p.rank, args->rank, "rank", 1, args, &s->rank, msg, n);
-    if (st == HIDET_NCCL_SUCCESS) st = resolve_rank(p.nranks, args->nranks, "number of ranks", 1, args, &s->nranks, msg, n);
+    if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__rank_field(p.rank, args->rank, "rank", 1, args, &s->rank, msg, n);
+    if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__rank_field(p.nranks, args->nranks, "number of ranks", 1, args, &s->nranks, msg, n);
     if (st == HIDET_NCCL_SUCCESS)
-        st = resolve_rank(p.local_rank, args->local_rank, "local rank", 0, args, &s->local_rank, msg, n);
+        st = hidet_nccl__rank_field(p.local_rank, args->local_rank, "local rank", 0, args, &s->local_rank, msg, n);
     if (st == HIDET_NCCL_SUCCESS)
-        st = resolve_rank(p.local_size, args->local_size, "local size", 0, args, &s->local_size, msg, n);
+        st = hidet_nccl__rank_field(p.local_size, args->local_size, "local size", 0, args, &s->local_size, msg, n);
     if (st == HIDET_NCCL_SUCCESS && (s->nranks < 1 || s->nranks > HN_SK_MAX_WORLD || s->rank >= s->nranks))
         st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "rank %d of %d ranks is out of range (1 .. %d ranks)",
                              s->rank, s->nranks, HN_SK_MAX_WORLD);

@@ -3,18 +3,11 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "core/kit.h"
+
 #include "bootstrap_socket/socket_format_int.h"
 
 static const uint8_t k_magic[8] = {'H', 'N', 'C', 'C', 'L', 'S', 'K', 0};
-
-static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static uint32_t get16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
-static uint32_t get32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
 
 static uint32_t checksum(const uint8_t *p, size_t n) { return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n); }
 
@@ -22,7 +15,7 @@ static uint32_t checksum(const uint8_t *p, size_t n) { return (uint32_t)crc32(cr
 
 int hidet_nccl__sk_total(const uint8_t header[HN_SK_HEADER], size_t *total, char *why, size_t why_bytes) {
     if (memcmp(header, k_magic, sizeof k_magic) != 0) return WHY("not a hidet-nccl rendezvous message (wrong magic)");
-    uint32_t version = get16(header + 8), kind = get16(header + 10), body = get32(header + 20);
+    uint32_t version = hidet_nccl__get16(header + 8), kind = hidet_nccl__get16(header + 10), body = hidet_nccl__get32(header + 20);
     if (version != HN_SK_VERSION) return WHY("protocol version %u; this library speaks version %d", version, HN_SK_VERSION);
     if (kind < HN_SK_KIND_HELLO || kind > HN_SK_KIND_DATA) return WHY("unknown kind %u", kind);
     if (body > HN_SK_MAX_BODY) return WHY("a body of %u bytes, more than %d", body, HN_SK_MAX_BODY);
@@ -36,16 +29,16 @@ size_t hidet_nccl__sk_encode(uint8_t *out, size_t cap, int kind, const char *key
     if (key_len == 0 || key_len > HN_SK_KEY_BYTES || body_bytes > HN_SK_MAX_BODY || total > cap) return 0;
     memset(out, 0, HN_SK_HEADER);
     memcpy(out, k_magic, sizeof k_magic);
-    put16(out + 8, HN_SK_VERSION);
-    put16(out + 10, (uint32_t)kind);
-    put32(out + 12, world);
-    put32(out + 16, rank);
-    put32(out + 20, body_bytes);
-    put64(out + 24, tag);
+    hidet_nccl__put16(out + 8, HN_SK_VERSION);
+    hidet_nccl__put16(out + 10, (uint32_t)kind);
+    hidet_nccl__put32(out + 12, world);
+    hidet_nccl__put32(out + 16, rank);
+    hidet_nccl__put32(out + 20, body_bytes);
+    hidet_nccl__put64(out + 24, tag);
     memcpy(out + 32, key, key_len);
     memcpy(out + 96, nonce, HN_SK_NONCE);
     if (body_bytes) memcpy(out + HN_SK_HEADER, body, body_bytes);
-    put32(out + total - 4, checksum(out, total - 4));
+    hidet_nccl__put32(out + total - 4, checksum(out, total - 4));
     return total;
 }
 
@@ -54,14 +47,14 @@ int hidet_nccl__sk_parse(const uint8_t *buf, size_t len, hidet_nccl__sk_msg_t *m
     size_t total;
     if (hidet_nccl__sk_total(buf, &total, why, why_bytes) != 0) return -1;
     if (total != len) return WHY("%zu bytes but the header announces %zu (torn or truncated)", len, total);
-    uint32_t want = get32(buf + len - 4), got = checksum(buf, len - 4);
+    uint32_t want = hidet_nccl__get32(buf + len - 4), got = checksum(buf, len - 4);
     if (want != got) return WHY("checksum mismatch (message says %08x, contents give %08x)", want, got);
     memset(msg, 0, sizeof *msg);
-    msg->kind = (int)get16(buf + 10);
-    msg->world_size = get32(buf + 12);
-    msg->rank = get32(buf + 16);
-    msg->body_bytes = get32(buf + 20);
-    msg->tag = get64(buf + 24);
+    msg->kind = (int)hidet_nccl__get16(buf + 10);
+    msg->world_size = hidet_nccl__get32(buf + 12);
+    msg->rank = hidet_nccl__get32(buf + 16);
+    msg->body_bytes = hidet_nccl__get32(buf + 20);
+    msg->tag = hidet_nccl__get64(buf + 24);
     memcpy(msg->key, buf + 32, HN_SK_KEY_BYTES);
     msg->key[HN_SK_KEY_BYTES] = '\0';
     size_t key_len = strlen(msg->key);

@@ -7,7 +7,8 @@
  *   logging    HN_WARN / HN_INFO / HN_TRACE on stderr, by HIDET_NCCL_DEBUG
  *   clock      hidet_nccl__now, and a poller: spin, then sleep with back-off (and jitter)
  *              until a deadline
- *   parsing    hidet_nccl__parse_nonneg_int; hidet_nccl__copy_sized for size-versioned structs
+ *   parsing    hidet_nccl__parse_nonneg_int, hidet_nccl__key_ok, hidet_nccl__rank_field,
+ *              hidet_nccl__copy_sized for size-versioned structs, little-endian fields
  *   settings   the values of the environment variables the library reads, parsed once
  *              (core/settings.c holds the table)
  *   lifetime   hidet_nccl__at_finalize; hidet_nccl__comm_init_over
@@ -16,6 +17,7 @@
 #define HIDET_NCCL_CORE_KIT_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hidet_nccl/bootstrap.h"
 
@@ -85,6 +87,35 @@ void hidet_nccl__poll_pause(hn_poll_t *p);
 
 /* 1 and *out if s is a whole non-negative decimal integer (at most 2^30), else 0. */
 int hidet_nccl__parse_nonneg_int(const char *s, int *out);
+
+/* 1 if key is 1 to max_len of the characters A-Z a-z 0-9 . _ - (a job key), else 0. */
+int hidet_nccl__key_ok(const char *key, size_t max_len);
+
+/* A rank field of a backend's params: the value given (>= 0), else the launcher's hint; when
+ * neither and required, HIDET_NCCL_ERROR_INVALID_ARGUMENT in msg naming the field and where the
+ * hints were looked for. */
+hidet_nccl_status_t hidet_nccl__rank_field(int given, int hint, const char *field, int required,
+                                           const hidet_nccl_bootstrap_init_args_t *args, int *out, char *msg,
+                                           size_t msg_bytes);
+
+/* Little-endian fields of the backends' wire and file formats. */
+static inline void hidet_nccl__put16(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void hidet_nccl__put32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void hidet_nccl__put64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint32_t hidet_nccl__get16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+static inline uint32_t hidet_nccl__get32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t hidet_nccl__get64(const uint8_t *p) {
+    return (uint64_t)hidet_nccl__get32(p) | (uint64_t)hidet_nccl__get32(p + 4) << 32;
+}
 
 /* A caller's size-versioned struct (its first member a size_t `size`) into ours: `dst`
  * holds our defaults (dst_bytes = sizeof our struct). A smaller, older struct: its `size`

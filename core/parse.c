@@ -15,6 +15,23 @@ int hidet_nccl__parse_nonneg_int(const char *s, int *out) {
     return 1;
 }
 
+int hidet_nccl__key_ok(const char *key, size_t max_len) {
+    size_t n = strlen(key);
+    return n > 0 && n <= max_len &&
+           strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+hidet_nccl_status_t hidet_nccl__rank_field(int given, int hint, const char *field, int required,
+                                           const hidet_nccl_bootstrap_init_args_t *args, int *out, char *msg,
+                                           size_t msg_bytes) {
+    *out = given >= 0 ? given : hint;
+    if (*out < 0 && required)
+        return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                               "the %s is not given (params) and the environment gives none: %s", field,
+                               args->hint_source);
+    return HIDET_NCCL_SUCCESS;
+}
+
 int hidet_nccl__copy_sized(void *dst, size_t dst_bytes, const void *src, const char *what, char *why,
                            size_t why_bytes) {
     size_t given;

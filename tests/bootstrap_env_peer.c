@@ -12,17 +12,7 @@
 #include <unistd.h>
 
 #include "hidet_nccl/bootstrap.h"
-
-static int g_checks, g_failures, g_rank = -1;
-#define CHECK(cond)                                                                                        \
-    do {                                                                                                   \
-        g_checks++;                                                                                        \
-        if (!(cond)) {                                                                                     \
-            g_failures++;                                                                                  \
-            fprintf(stderr, "rank %d: %s:%d: CHECK(%s) failed; last error: %s\n", g_rank, __FILE__, __LINE__, #cond, \
-                    hidet_nccl_last_error());                                                              \
-        }                                                                                                  \
-    } while (0)
+#include "tests/mpi/mpi_check.h"
 
 /* The first launcher variable of hidet-nccl-run's, Open MPI's and Slurm's that is set; -1 if none. */
 static int env_int(const char *ours, const char *ompi, const char *slurm) {

@@ -1,4 +1,5 @@
-/* Checks for MPI tests: every rank counts its failures; the job fails if any rank failed. */
+/* Checks for multi-process tests (MPI, PMIx, launchers): every rank counts its failures; the
+ * job fails if any rank failed. */
 #ifndef HIDET_NCCL_TESTS_MPI_MPI_CHECK_H_
 #define HIDET_NCCL_TESTS_MPI_MPI_CHECK_H_
 
