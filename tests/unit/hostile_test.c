@@ -172,7 +172,30 @@ static hidet_nccl_status_t bad_values(int v) {
     }
 }
 
+/* NULL arguments to what the second wave added (adopt, lookup, settings, plug-in v1/v2,
+ * the socket and PMIx backends, allgather). */
+static hidet_nccl_status_t null_second_wave(int v) {
+    int id;
+    const char *value;
+    hidet_nccl_bootstrap_h bs;
+    char buf[8];
+    switch (v) {
+        case 0: return hidet_nccl_comm_adopt(NULL, &id);
+        case 1: return hidet_nccl_comm_adopt(FAKE, NULL);
+        case 2: return hidet_nccl_comm_lookup(NULL, &id);
+        case 3: return hidet_nccl_comm_lookup(FAKE, NULL);
+        case 4: return hidet_nccl_setting(NULL, &value, NULL);
+        case 5: return hidet_nccl_setting("HIDET_NCCL_TIMEOUT", NULL, NULL);
+        case 6: return hidet_nccl_setting("NOT_A_SETTING", &value, NULL);
+        case 7: return hidet_nccl_bootstrap_create_v1(NULL, NULL, &bs);
+        case 8: return hidet_nccl_bootstrap_socket(NULL, NULL);
+        case 9: return hidet_nccl_bootstrap_pmix(NULL);
+        default: return hidet_nccl_bootstrap_allgather(NULL, buf, buf, 1, 1.0);
+    }
+}
+
 static const hostile_t k_cases[] = {
+    {"NULL arguments of the second wave", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_second_wave, 11, 0},
     {"NULL name", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_dtype_name, 1, 0},
     {"NULL dtype/name", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_dtype_from_name, 2, 0},
     {"NULL bytes", HIDET_NCCL_ERROR_INVALID_ARGUMENT, null_dtype_size, 1, 0},
