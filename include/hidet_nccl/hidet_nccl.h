@@ -121,8 +121,8 @@ hidet_nccl_status_t hidet_nccl_reduction(hidet_nccl_dtype_t dtype, hidet_nccl_op
  * rank variable such as "SLURM_PROCID") as text, and where it came from ("environment",
  * "default", "unset"; source may be NULL). *value is NULL when unset without a default;
  * the strings stay valid until the second hidet_nccl_settings_reload after the call. A name
- * the library does not read is
- * HIDET_NCCL_ERROR_INVALID_ARGUMENT; a set but invalid value is too (with *value the default). */
+ * the library does not read is HIDET_NCCL_ERROR_INVALID_ARGUMENT; so is a set but invalid
+ * value (with *value the default). */
 hidet_nccl_status_t hidet_nccl_setting(const char *name, const char **value, const char **source);
 /* Reads every variable again, for a program (or test) that changes its environment after
  * the library first read it. Calls already under way keep the values they started with. Not
