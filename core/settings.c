@@ -31,8 +31,8 @@ static const struct {
     [HN_SETTING_NONBLOCKING] = {"HIDET_NCCL_NONBLOCKING", KIND_BOOL, "0", 0, 1,
                                 "1: NCCL-non-blocking communicators (abortable at any point, slower small collectives)"},
     [HN_SETTING_BOOTSTRAP] = {"HIDET_NCCL_BOOTSTRAP", KIND_STRING, NULL, 0, 0,
-                              "bootstrap of hidet_nccl_init: a built-in name (file) or a plug-in path; unset: "
-                              "chosen from the environment"},
+                              "bootstrap of hidet_nccl_init: a built-in name (file, socket, pmix) or a plug-in path; "
+                              "unset: chosen from the environment"},
     [HN_SETTING_RENDEZVOUS_DIR] = {"HIDET_NCCL_RENDEZVOUS_DIR", KIND_STRING, NULL, 0, 0,
                                    "directory every rank sees, for the shared-file bootstrap"},
     [HN_SETTING_JOB_KEY] = {"HIDET_NCCL_JOB_KEY", KIND_STRING, NULL, 0, 0,

@@ -1,5 +1,6 @@
-/* GPU test through hidet_nccl_init (run by hidet-nccl-run -n 2 or more, or Slurm with a
- * rendezvous directory): the shared-file bootstrap, one GPU per process; time to a ready
+/* GPU test through hidet_nccl_init (run by hidet-nccl-run -n 2 or more, by mpirun or srun
+ * --mpi=pmix, or by hidet-nccl-run --nnodes): the bootstrap from the environment (file, PMIx or
+ * socket), one GPU per process; time to a ready
  * communicator; every dtype x op checked exactly; a second communicator with a fresh id. */
 #include <stdio.h>
 #include <time.h>
@@ -17,7 +18,7 @@ int main(void) {
         return 1;
     }
     double ready = hn_now();
-    if (rank == 0) printf("file bootstrap, %d ranks: hidet_nccl_init to ready communicator %.3f s\n", size, ready - start);
+    if (rank == 0) printf("hidet_nccl_init, %d ranks: ready communicator in %.3f s\n", size, ready - start);
     const size_t counts[] = {1, 1001, (1u << 22) + 3};
     hn_check_result_t r = hn_check_every_dtype_op(id, counts, 3);
     printf("rank %d: %d checks, %d wrong, %d errors, %d pairs refused\n", rank, r.checked, r.wrong, r.errors, r.refused);
