@@ -178,7 +178,7 @@ static hidet_nccl_status_t null_second_wave(int v) {
     int id;
     const char *value;
     hidet_nccl_bootstrap_h bs;
-    char buf[8];
+    char buf[8] = "";
     switch (v) {
         case 0: return hidet_nccl_comm_adopt(NULL, &id);
         case 1: return hidet_nccl_comm_adopt(FAKE, NULL);
