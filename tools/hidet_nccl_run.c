@@ -54,6 +54,8 @@ static struct {
     const char *job_key;     /* --job-key */
     int shared_dir;          /* --nnodes with --rendezvous-dir: that directory, as it is */
     char rendezvous[PATH_MAX];
+    int parent_fd, dir_fd; /* the private rendezvous directory's parent, and the directory itself */
+    int output_fd;         /* --output-dir */
     char key[64];
     rank_t *ranks;
 } g;
@@ -143,19 +145,27 @@ static double parse_seconds(const char *s, const char *what) {
     return v;
 }
 
-/* Removes the rendezvous directory and what is in it (files only: the bootstrap makes no
- * subdirectories). */
+/* Removes the private rendezvous directory and this job's files in it, never by path: through
+ * the descriptors taken when it was made, so that a directory swapped for a symbolic link to
+ * someone else's (in a parent others may write) loses nothing but what this job made. */
 static void remove_rendezvous(void) {
-    if (g.rendezvous[0] == '\0' || g.shared_dir) return; /* a shared directory is the user's */
-    DIR *d = opendir(g.rendezvous);
+    if (g.rendezvous[0] == '\0' || g.shared_dir || g.dir_fd < 0) return; /* a shared directory is the user's */
+    char ours[96];
+    snprintf(ours, sizeof ours, "hidet-nccl.%s.", g.key); /* the bootstrap's files, and their temporaries */
+    int fd = dup(g.dir_fd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (d != NULL) {
-        for (struct dirent *e; (e = readdir(d)) != NULL;) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            unlinkat(dirfd(d), e->d_name, 0);
-        }
+        for (struct dirent *e; (e = readdir(d)) != NULL;)
+            if (strncmp(e->d_name, ours, strlen(ours)) == 0) unlinkat(g.dir_fd, e->d_name, 0);
         closedir(d);
+    } else if (fd >= 0) {
+        close(fd);
     }
-    rmdir(g.rendezvous);
+    const char *base = strrchr(g.rendezvous, '/');
+    unlinkat(g.parent_fd, base ? base + 1 : g.rendezvous, AT_REMOVEDIR); /* not a link, nor a non-empty dir */
+    close(g.dir_fd);
+    close(g.parent_fd);
+    g.dir_fd = g.parent_fd = -1;
     g.rendezvous[0] = '\0';
 }
 
@@ -284,6 +294,7 @@ static void check_nodes(void) {
 static int parse_args(int argc, char **argv) {
     g.grace_s = 5;
     g.n = -1;
+    g.parent_fd = g.dir_fd = g.output_fd = -1;
     static const struct option opts[] = {
         {"np", required_argument, NULL, 'n'},         {"tag-output", no_argument, NULL, 't'},
         {"output-dir", required_argument, NULL, 'o'}, {"timeout", required_argument, NULL, 'T'},
@@ -328,6 +339,8 @@ static int parse_args(int argc, char **argv) {
     }
     if (g.output_dir && mkdir(g.output_dir, 0755) != 0 && errno != EEXIST)
         die(2, "--output-dir %s: %s", g.output_dir, strerror(errno));
+    g.output_fd = g.output_dir ? open(g.output_dir, O_DIRECTORY | O_CLOEXEC) : -1;
+    if (g.output_dir && g.output_fd < 0) die(2, "--output-dir %s: %s", g.output_dir, strerror(errno));
     check_nodes();
     return optind;
 }
@@ -353,6 +366,17 @@ static void make_rendezvous(void) {
         g.rendezvous[0] = '\0';
         die(1, "cannot make a rendezvous directory in %s: %s", parent, strerror(errno));
     }
+    /* Hold the parent and the directory by descriptor at once: the exit removes through them. */
+    g.parent_fd = open(parent, O_DIRECTORY | O_CLOEXEC);
+    g.dir_fd = g.parent_fd < 0 ? -1
+                               : openat(g.parent_fd, strrchr(g.rendezvous, '/') + 1, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (g.dir_fd < 0 || fstat(g.dir_fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+        int e = errno;
+        g.rendezvous[0] = '\0';
+        die(1, "the rendezvous directory made in %s is not this user's private one (%s)", parent,
+            g.dir_fd < 0 ? strerror(e) : "owner or mode changed");
+    }
     atexit(remove_rendezvous);
 }
 
@@ -370,6 +394,30 @@ static int signal_fd(void) {
     return sfd;
 }
 
+/* Rank i's log, created new through the output directory's descriptor and never through a
+ * symbolic link: a log this user left before is replaced; a link, or a file of another user,
+ * (planted in a directory others may write) is refused. fd, or -1 and why. */
+static int open_log(int i, char *why, size_t why_bytes) {
+    char name[32];
+    snprintf(name, sizeof name, "rank.%d.log", i);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = openat(g.output_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0) return fd;
+        if (errno != EEXIST) break;
+        struct stat st;
+        if (fstatat(g.output_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+            snprintf(why, why_bytes, "%s is %s; refused (remove it, or use a directory only you can write)", name,
+                     S_ISLNK(st.st_mode) ? "a symbolic link" : !S_ISREG(st.st_mode) ? "not a regular file"
+                                                                                     : "owned by another user");
+            return -1;
+        }
+        unlinkat(g.output_fd, name, 0); /* this user's log of an earlier run */
+    }
+    snprintf(why, why_bytes, "cannot create %s: %s", name, strerror(errno));
+    return -1;
+}
+
 /* Starts rank i: its log file, its pipes (when tagging), the child. */
 static void spawn(int i, char **child_argv) {
     rank_t *r = &g.ranks[i];
@@ -378,12 +426,11 @@ static void spawn(int i, char **child_argv) {
     r->out[1] = (stream_t){.fd = -1, .dest = STDERR_FILENO};
     int op[2] = {-1, -1}, ep[2] = {-1, -1};
     if (g.output_dir) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/rank.%d.log", g.output_dir, i);
-        r->log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        char why[256];
+        r->log_fd = open_log(i, why, sizeof why);
         if (r->log_fd < 0) {
             signal_all(SIGKILL);
-            die(1, "cannot open %s: %s", path, strerror(errno));
+            die(1, "--output-dir %s: %s", g.output_dir, why);
         }
     }
     if (g.tag_output && (pipe2(op, O_CLOEXEC) != 0 || pipe2(ep, O_CLOEXEC) != 0)) {
