@@ -264,6 +264,12 @@ hidet_nccl_status_t hidet_nccl__bootstrap_broadcast(hidet_nccl_bootstrap_h bs, v
 
 hidet_nccl_status_t hidet_nccl__bootstrap_allgather(hidet_nccl_bootstrap_h bs, const void *send, void *recv,
                                                     size_t bytes, double timeout_s) {
+    int rank, size; /* the contract's limit, for the library's own calls as for the caller's */
+    HN_CHECK(hidet_nccl__bootstrap_rank(bs, &rank, &size));
+    if (bytes > ALLGATHER_MAX / (size_t)size)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                       "bytes %zu from each of %d ranks is more than a bootstrap allgather carries (%d in all)", bytes,
+                       size, ALLGATHER_MAX);
     char msg[BACKEND_MSG] = "";
     uint64_t tag = bs->next_tag++;
     hidet_nccl_status_t st = bs->ops.allgather(bs->state, send, recv, bytes, tag, timeout_s, msg, sizeof msg);
@@ -275,16 +281,10 @@ hidet_nccl_status_t hidet_nccl_bootstrap_allgather(hidet_nccl_bootstrap_h bs, co
                                                    size_t bytes, double timeout_s) {
     HN_ENTER();
     HN_CHECK_NOT_NULL(bs);
-    int rank, size;
-    HN_CHECK(hidet_nccl__bootstrap_rank(bs, &rank, &size));
     if (bytes > 0) {
         HN_CHECK_NOT_NULL(send);
         HN_CHECK_NOT_NULL(recv);
     }
-    if (bytes > ALLGATHER_MAX / (size_t)size)
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
-                       "bytes %zu from each of %d ranks is more than a bootstrap allgather carries (%d in all)", bytes,
-                       size, ALLGATHER_MAX);
     if (!(timeout_s > 0)) HN_CHECK(hidet_nccl__timeout_seconds(&timeout_s)); /* 0 (or NaN): the default */
     return hidet_nccl__bootstrap_allgather(bs, send, recv, bytes, timeout_s);
 }

@@ -117,6 +117,33 @@ static inline uint64_t hidet_nccl__get64(const uint8_t *p) {
     return (uint64_t)hidet_nccl__get32(p) | (uint64_t)hidet_nccl__get32(p + 4) << 32;
 }
 
+/* Framed records, the shape of the backends' files and messages (untrusted bytes):
+ *   0 magic[8]   8 u16 version   10 u16 kind   12 u32 world size   16 u32 rank
+ *   20 u32 body bytes   24 u64 sequence number   32 char key[64], NUL-padded
+ *   ... the rest of a header of header_bytes, the body, u32 CRC-32 (zlib) of all before it */
+#define HN_FRAME_KEY_AT 32
+#define HN_FRAME_KEY_BYTES 64
+typedef struct {
+    uint32_t kind, world, rank, body;
+    uint64_t seq;
+    char key[HN_FRAME_KEY_BYTES + 1];
+} hn_frame_t;
+/* Writes the common head into out (the header zeroed first); returns the record's whole
+ * length, or 0 if it does not fit in cap or the key is empty or too long. */
+size_t hidet_nccl__frame_begin(uint8_t *out, size_t cap, size_t header_bytes, const uint8_t magic[8], uint32_t version,
+                               const hn_frame_t *f);
+/* Writes the checksum of out[0 .. total-4) into its last 4 bytes; returns total. */
+size_t hidet_nccl__frame_seal(uint8_t *out, size_t total);
+/* From a header alone (magic, version, body not over max_body): the record's whole length, so
+ * a reader knows how much more to read. 0, or -1 and why ("what" names the record). */
+int hidet_nccl__frame_total(const uint8_t *head, size_t header_bytes, const uint8_t magic[8], uint32_t version,
+                            uint32_t max_body, const char *what, size_t *total, char *why, size_t why_bytes);
+/* A whole record: length, magic, version, checksum, key, world size (1 .. max_world) and rank;
+ * *f filled. 0, or -1 and why. */
+int hidet_nccl__frame_check(const uint8_t *buf, size_t len, size_t header_bytes, const uint8_t magic[8],
+                            uint32_t version, uint32_t max_body, uint32_t max_world, const char *what, hn_frame_t *f,
+                            char *why, size_t why_bytes);
+
 /* A caller's size-versioned struct (its first member a size_t `size`) into ours: `dst`
  * holds our defaults (dst_bytes = sizeof our struct). A smaller, older struct: its `size`
  * bytes are copied and the rest keeps the defaults. A larger, newer one: accepted only if
