@@ -93,6 +93,9 @@ static hidet_nccl_status_t file_init(const void *params_v, const hidet_nccl_boot
     if (st == HIDET_NCCL_SUCCESS && (s->nranks < 1 || s->nranks > HN_BF_MAX_WORLD || s->rank >= s->nranks))
         st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "rank %d of %d ranks is out of range (1 .. %d ranks)",
                              s->rank, s->nranks, HN_BF_MAX_WORLD);
+    if (st == HIDET_NCCL_SUCCESS && s->local_size >= 0 && (s->local_size < 1 || s->local_rank >= s->local_size))
+        st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "local rank %d of local size %d is out of range",
+                             s->local_rank, s->local_size);
     if (st != HIDET_NCCL_SUCCESS) {
         free(s);
         return st;

@@ -14,8 +14,11 @@
 #define BACKEND_MSG 2048
 #define ALLGATHER_MAX (8 << 20)
 
-/* The backend's own words, or the status name when it gave none. */
-static hidet_nccl_status_t backend_fail(const char *name, const char *what, hidet_nccl_status_t st, const char *msg) {
+/* The backend's own words, or the status name when it gave none. msg is the BACKEND_MSG
+ * buffer the backend wrote into: terminated here, since a plug-in may have filled it to the
+ * last byte without a NUL. */
+static hidet_nccl_status_t backend_fail(const char *name, const char *what, hidet_nccl_status_t st, char *msg) {
+    msg[BACKEND_MSG - 1] = '\0';
     return HN_FAIL(st, "bootstrap '%s' %s failed: %s", name ? name : "?", what,
                    msg[0] ? msg : hidet_nccl_status_string(st));
 }
@@ -62,8 +65,7 @@ static hidet_nccl_status_t check_v1(const hidet_nccl_bootstrap_v1_t *ops, const 
 static hidet_nccl_status_t init_args(double timeout_s, hidet_nccl_bootstrap_init_args_t *args, hn_hints_t *hints) {
     memset(args, 0, sizeof *args);
     args->size = sizeof *args;
-    args->timeout_s = timeout_s;
-    if (!(timeout_s > 0)) HN_CHECK(hidet_nccl__timeout_seconds(&args->timeout_s));
+    HN_CHECK(hidet_nccl__deadline_seconds(timeout_s, "timeout_s", &args->timeout_s));
     HN_CHECK(hidet_nccl__launcher_hints(hints));
     args->rank = hints->rank;
     args->nranks = hints->nranks;
@@ -234,6 +236,9 @@ hidet_nccl_status_t hidet_nccl__bootstrap_local_rank(hidet_nccl_bootstrap_h bs, 
     char msg[BACKEND_MSG] = "";
     hidet_nccl_status_t st = bs->ops.local_rank(bs->state, local_rank, local_size, msg, sizeof msg);
     if (st != HIDET_NCCL_SUCCESS) return backend_fail(bs->ops.name, "local_rank", st, msg);
+    if (*local_size >= 0 && (*local_size < 1 || *local_rank < 0 || *local_rank >= *local_size))
+        return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "bootstrap '%s' gave local rank %d of local size %d", bs->ops.name,
+                       *local_rank, *local_size);
     return HIDET_NCCL_SUCCESS;
 }
 
@@ -285,7 +290,7 @@ hidet_nccl_status_t hidet_nccl_bootstrap_allgather(hidet_nccl_bootstrap_h bs, co
         HN_CHECK_NOT_NULL(send);
         HN_CHECK_NOT_NULL(recv);
     }
-    if (!(timeout_s > 0)) HN_CHECK(hidet_nccl__timeout_seconds(&timeout_s)); /* 0 (or NaN): the default */
+    HN_CHECK(hidet_nccl__deadline_seconds(timeout_s, "timeout_s", &timeout_s));
     return hidet_nccl__bootstrap_allgather(bs, send, recv, bytes, timeout_s);
 }
 
@@ -300,6 +305,6 @@ hidet_nccl_status_t hidet_nccl_bootstrap_broadcast(hidet_nccl_bootstrap_h bs, vo
     HN_CHECK(hidet_nccl__bootstrap_rank(bs, &rank, &size));
     if (root < 0 || root >= size)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "root %d is not in 0 .. %d", root, size - 1);
-    if (!(timeout_s > 0)) HN_CHECK(hidet_nccl__timeout_seconds(&timeout_s)); /* 0 (or NaN): the default */
+    HN_CHECK(hidet_nccl__deadline_seconds(timeout_s, "timeout_s", &timeout_s));
     return hidet_nccl__bootstrap_broadcast(bs, buf, bytes, root, timeout_s);
 }

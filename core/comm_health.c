@@ -79,12 +79,9 @@ hidet_nccl_status_t hidet_nccl_comm_abort(int comm_id) {
 
 hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, double timeout_s) {
     HN_ENTER();
-    if (!(timeout_s >= 0) || !isfinite(timeout_s))
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
-                       "timeout_s %g is not a positive number of seconds (or HIDET_NCCL_DEFAULT_TIMEOUT)", timeout_s);
+    HN_CHECK(hidet_nccl__deadline_seconds(timeout_s, "timeout_s", &timeout_s)); /* HIDET_NCCL_DEFAULT_TIMEOUT is 0 */
     ncclComm_t comm;
     HN_CHECK(hidet_nccl__registry_lookup(comm_id, &comm, NULL, NULL));
-    if (timeout_s == HIDET_NCCL_DEFAULT_TIMEOUT) HN_CHECK(hidet_nccl__timeout_seconds(&timeout_s));
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
     char what[96];
     snprintf(what, sizeof what, "comm_wait for the work queued on stream %p", (void *)stream);

@@ -138,10 +138,8 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
     char why[384];
     if (options != NULL && hidet_nccl__copy_sized(&opt, sizeof opt, options, "options", why, sizeof why) != 0)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", why);
-    double timeout = opt.timeout_s;
-    if (!(timeout >= 0))
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "options->timeout_s %g is negative", opt.timeout_s);
-    if (timeout == 0) HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
+    double timeout;
+    HN_CHECK(hidet_nccl__deadline_seconds(opt.timeout_s, "options->timeout_s", &timeout));
     double start = hidet_nccl__now();
     int rank, size, local_rank = -1, local_size = -1;
     HN_CHECK(hidet_nccl__bootstrap_rank(bs, &rank, &size));
@@ -188,10 +186,10 @@ hidet_nccl_status_t hidet_nccl__comm_init_over(const hidet_nccl_bootstrap_t *ops
     char why[384];
     if (options != NULL && hidet_nccl__copy_sized(&opt, sizeof opt, options, "options", why, sizeof why) != 0)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", why);
-    if (!(opt.timeout_s >= 0))
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "options->timeout_s %g is negative", opt.timeout_s);
+    double timeout;
+    HN_CHECK(hidet_nccl__deadline_seconds(opt.timeout_s, "options->timeout_s", &timeout));
     hidet_nccl_bootstrap_h bs;
-    HN_CHECK(hidet_nccl__bootstrap_create_timed(ops, params, opt.timeout_s, &bs));
+    HN_CHECK(hidet_nccl__bootstrap_create_timed(ops, params, timeout, &bs));
     return comm_init_then_release(bs, &opt, comm_id);
 }
 

@@ -198,6 +198,12 @@ hidet_nccl_status_t hidet_nccl__setting_int(hn_setting_t id, int *out);
 hidet_nccl_status_t hidet_nccl__setting_double(hn_setting_t id, double *out);
 /* HIDET_NCCL_TIMEOUT in seconds (default 300). */
 hidet_nccl_status_t hidet_nccl__timeout_seconds(double *seconds);
+/* The longest deadline anything accepts, in seconds (about 115 days): past it, a deadline is
+ * a mistake, and the clock arithmetic of the waits would overflow. */
+#define HN_TIMEOUT_MAX_S 1e7
+/* A caller's deadline: 0 is HIDET_NCCL_TIMEOUT's; a negative, NaN, infinite or absurd one (past
+ * HN_TIMEOUT_MAX_S) is HIDET_NCCL_ERROR_INVALID_ARGUMENT naming what (e.g. "options->timeout_s"). */
+hidet_nccl_status_t hidet_nccl__deadline_seconds(double given, const char *what, double *seconds);
 
 /* ---------------------------------------------------------------- lifetime */
 

@@ -30,6 +30,8 @@ void hidet_nccl__poll_pause(hn_poll_t *p) {
     if (hidet_nccl__poll_waited(p) < p->spin_s) return;
     double ns = (double)p->sleep_ns;
     if (p->jitter) ns *= 0.75 + 0.5 * (double)rand_r(&p->seed) / ((double)RAND_MAX + 1.0);
+    double left_ns = (p->timeout_s - hidet_nccl__poll_waited(p)) * 1e9 + 1000; /* no pause passes the deadline */
+    if (ns > left_ns) ns = left_ns > 0 ? left_ns : 0;
     struct timespec ts = {(time_t)(ns / 1e9), (long)(ns - 1e9 * (double)(time_t)(ns / 1e9))};
     nanosleep(&ts, NULL);
     if (p->sleep_ns < p->max_ns) p->sleep_ns = p->sleep_ns * 2 < p->max_ns ? p->sleep_ns * 2 : p->max_ns;

@@ -26,7 +26,7 @@ static const struct {
 } k_settings[HN_NUM_SETTINGS] = {
     [HN_SETTING_DEBUG] = {"HIDET_NCCL_DEBUG", KIND_LEVEL, "WARN", 0, 0,
                           "log level on stderr: NONE, WARN, INFO or TRACE"},
-    [HN_SETTING_TIMEOUT] = {"HIDET_NCCL_TIMEOUT", KIND_SECONDS, "300", 0, 1e9,
+    [HN_SETTING_TIMEOUT] = {"HIDET_NCCL_TIMEOUT", KIND_SECONDS, "300", 0, HN_TIMEOUT_MAX_S,
                             "seconds any wait (bootstrap, init, split, group end, comm_wait's default) may last"},
     [HN_SETTING_NONBLOCKING] = {"HIDET_NCCL_NONBLOCKING", KIND_BOOL, "0", 0, 1,
                                 "1: NCCL-non-blocking communicators (abortable at any point, slower small collectives)"},
@@ -260,6 +260,16 @@ hidet_nccl_status_t hidet_nccl__timeout_seconds(double *seconds) {
     return hidet_nccl__setting_double(HN_SETTING_TIMEOUT, seconds);
 }
 
+hidet_nccl_status_t hidet_nccl__deadline_seconds(double given, const char *what, double *seconds) {
+    if (given == 0) return hidet_nccl__timeout_seconds(seconds);
+    if (!isfinite(given) || given < 0 || given > HN_TIMEOUT_MAX_S)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                       "%s %g is not a number of seconds in (0, %g] (0: $HIDET_NCCL_TIMEOUT's)", what, given,
+                       HN_TIMEOUT_MAX_S);
+    *seconds = given;
+    return HIDET_NCCL_SUCCESS;
+}
+
 hn_log_level_t hidet_nccl__log_level(void) { return (hn_log_level_t)current()->number[HN_SETTING_DEBUG]; }
 
 /* Launcher l's variable v: 1 and its value, 0 unset, -1 malformed (message set). */
@@ -301,6 +311,12 @@ hidet_nccl_status_t hidet_nccl__launcher_hints(hn_hints_t *out) {
             return HIDET_NCCL_ERROR_INVALID_ARGUMENT;
         snprintf(out->local_source, sizeof out->local_source, "$%s", k_launchers[l].var[VAR_LOCAL_RANK]);
     }
+    if (out->nranks >= 0 && (out->nranks < 1 || out->rank >= out->nranks))
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "rank %d of %d ranks, from %s, is out of range", out->rank,
+                       out->nranks, out->source);
+    if (out->local_size >= 0 && (out->local_size < 1 || out->local_rank >= out->local_size))
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "local rank %d of local size %d, from %s, is out of range",
+                       out->local_rank, out->local_size, out->local_source);
     return HIDET_NCCL_SUCCESS;
 }
 

@@ -1,11 +1,13 @@
 /* Version 2 bootstrap plug-ins, written against the public header alone: one given directly
  * (what its init is told: the deadline and the launcher's rank hints), bad ones refused, one
  * loaded from a shared object (also through HIDET_NCCL_BOOTSTRAP). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hidet_nccl/bootstrap.h"
+#include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
 
 static const char *g_v2_so;
@@ -132,6 +134,83 @@ static void test_init_args(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(g_hint_source, "no launcher's rank variable is set"));
 }
 
+/* A plug-in that fills the message to its last byte, with no NUL (issue 15, item 16): the
+ * library's message ends inside the buffer (ASan sees any read past it). */
+static hidet_nccl_status_t bc_unterminated(void *s, void *b, size_t k, int root, uint64_t t, double to, char *m,
+                                           size_t n) {
+    (void)s, (void)b, (void)k, (void)root, (void)t, (void)to;
+    memset(m, 'x', n);
+    return HIDET_NCCL_ERROR_BOOTSTRAP;
+}
+
+static void test_unterminated_message(void) {
+    hidet_nccl_bootstrap_t ops = k_good;
+    ops.broadcast = bc_unterminated;
+    hidet_nccl_bootstrap_h bs = NULL;
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&ops, NULL, &bs), HIDET_NCCL_SUCCESS, NULL);
+    char buf[4] = "abc";
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_broadcast(bs, buf, 4, 0, 1), HIDET_NCCL_ERROR_BOOTSTRAP,
+                     "broadcast failed: xxxxxxxx");
+    const char *last = hidet_nccl_last_error();
+    const char *x = strstr(last, "xxxx");
+    CU_ASSERT(x != NULL && strspn(x, "x") < 2048); /* cut at the buffer's last byte */
+    hidet_nccl_bootstrap_destroy(bs);
+}
+
+/* NaN, infinite, negative and absurd deadlines are refused with the limit, before the
+ * backend runs (issue 15, item 9); 0 is the setting's. */
+static void test_bad_deadlines(void) {
+    hidet_nccl_bootstrap_h bs = NULL;
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&k_good, NULL, &bs), HIDET_NCCL_SUCCESS, NULL);
+    char buf[4] = "abc", all[4];
+    const double bad[] = {NAN, INFINITY, -INFINITY, -1, 1e19, 1.5e7};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        HN_ASSERT_STATUS(hidet_nccl_bootstrap_broadcast(bs, buf, 4, 0, bad[i]), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                         "is not a number of seconds in (0, 1e+07]");
+        HN_ASSERT_STATUS(hidet_nccl_bootstrap_allgather(bs, buf, all, 4, bad[i]), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                         "timeout_s");
+        hidet_nccl_init_options_t opt = HIDET_NCCL_INIT_OPTIONS_INIT;
+        opt.timeout_s = bad[i];
+        int id;
+        HN_ASSERT_STATUS(hidet_nccl_comm_init(bs, &opt, &id), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                         "options->timeout_s");
+        HN_ASSERT_STATUS(hidet_nccl_comm_wait(0, NULL, bad[i]), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "timeout_s");
+    }
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_broadcast(bs, buf, 4, 0, 0), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_broadcast(bs, buf, 4, 0, 1e7), HIDET_NCCL_SUCCESS, NULL);
+    hidet_nccl_bootstrap_destroy(bs);
+    set_env("HIDET_NCCL_TIMEOUT", "1e19");
+    hidet_nccl_settings_reload();
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&k_good, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "HIDET_NCCL_TIMEOUT='1e19'");
+    set_env("HIDET_NCCL_TIMEOUT", NULL);
+    hidet_nccl_settings_reload();
+}
+
+/* Rank hints out of range are refused (issue 15, item 17). */
+static void test_hints_in_range(void) {
+    hidet_nccl_bootstrap_h bs = NULL;
+    const struct {
+        const char *vars[4];
+        const char *needle;
+    } bad[] = {
+        {{"HIDET_NCCL_RANK", "1", "HIDET_NCCL_WORLD_SIZE", "1"}, "rank 1 of 1 ranks"},
+        {{"HIDET_NCCL_RANK", " 1", "HIDET_NCCL_WORLD_SIZE", "2"}, "HIDET_NCCL_RANK=' 1'"},
+        {{"HIDET_NCCL_LOCAL_RANK", "5", "HIDET_NCCL_LOCAL_WORLD_SIZE", "2"}, "local rank 5 of local size 2"},
+        {{"HIDET_NCCL_LOCAL_RANK", "0", "HIDET_NCCL_LOCAL_WORLD_SIZE", "0"}, "local rank 0 of local size 0"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        set_env(bad[i].vars[0], bad[i].vars[1]);
+        set_env(bad[i].vars[2], bad[i].vars[3]);
+        hidet_nccl_settings_reload();
+        HN_ASSERT_STATUS(hidet_nccl_bootstrap_create(&k_good, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                         bad[i].needle);
+        set_env(bad[i].vars[0], NULL);
+        set_env(bad[i].vars[2], NULL);
+    }
+    hidet_nccl_settings_reload();
+}
+
 static void test_bad_plugins_refused(void) {
     hidet_nccl_bootstrap_h bs = NULL;
     hidet_nccl_bootstrap_t b = k_good;
@@ -186,6 +265,9 @@ int main(int argc, char **argv) {
         {"a good v2 plug-in given directly", test_good_plugin_given},
         {"init's deadline and rank hints", test_init_args},
         {"bad v2 plug-ins refused", test_bad_plugins_refused},
+        {"a plug-in's message without a NUL", test_unterminated_message},
+        {"bad deadlines refused everywhere", test_bad_deadlines},
+        {"rank hints out of range refused", test_hints_in_range},
         {"a v2 plug-in from a shared object", test_plugin_from_shared_object},
         {NULL, NULL},
     };

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -57,7 +58,8 @@ static void test_bad_values_named(void) {
     } bad[] = {
         {"HIDET_NCCL_TIMEOUT", "soon", HN_SETTING_TIMEOUT},     {"HIDET_NCCL_TIMEOUT", "0", HN_SETTING_TIMEOUT},
         {"HIDET_NCCL_TIMEOUT", "-1", HN_SETTING_TIMEOUT},       {"HIDET_NCCL_TIMEOUT", "nan", HN_SETTING_TIMEOUT},
-        {"HIDET_NCCL_TIMEOUT", "1e99", HN_SETTING_TIMEOUT},     {"HIDET_NCCL_POLL_MAX_MS", "0", HN_SETTING_POLL_MAX_MS},
+        {"HIDET_NCCL_TIMEOUT", "1e99", HN_SETTING_TIMEOUT},     {"HIDET_NCCL_TIMEOUT", "1e8", HN_SETTING_TIMEOUT},
+        {"HIDET_NCCL_TIMEOUT", "inf", HN_SETTING_TIMEOUT},     {"HIDET_NCCL_POLL_MAX_MS", "0", HN_SETTING_POLL_MAX_MS},
         {"HIDET_NCCL_POLL_MAX_MS", "2.5", HN_SETTING_POLL_MAX_MS}, {"HIDET_NCCL_NONBLOCKING", "yes", HN_SETTING_NONBLOCKING},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -137,6 +139,34 @@ static void test_launcher_order(void) {
     HN_ASSERT_STATUS(hidet_nccl__launcher_hints(&h), HIDET_NCCL_SUCCESS, NULL);
     CU_ASSERT(h.rank == -1 && h.nranks == -1 && h.local_rank == -1);
     CU_ASSERT_EQUAL(hidet_nccl__launcher_rank(), -1);
+}
+
+/* No pause of the poller passes its deadline (issue 15, item 10): a 100 s cap under a 0.2 s
+ * deadline pauses at most until the deadline (the bound here is loose: 5 s). */
+static void test_poll_pause_stops_at_deadline(void) {
+    hn_poll_t poll;
+    hidet_nccl__poll_begin(&poll, 0.2, 0, 100000000000L, 100000000000L, 1);
+    double start = hidet_nccl__now();
+    hidet_nccl__poll_pause(&poll);
+    CU_ASSERT(hidet_nccl__now() - start < 5);
+    CU_ASSERT(hidet_nccl__poll_waited(&poll) >= 0.2 - 1e-3 || !hidet_nccl__poll_expired(&poll));
+    hidet_nccl__poll_pause(&poll); /* past the deadline: no pause at all */
+    CU_ASSERT(hidet_nccl__now() - start < 5);
+}
+
+/* A caller's deadline: 0 is the setting's; NaN, infinite, negative and absurd are refused with
+ * the limit (issue 15, item 9). */
+static void test_deadline_seconds(void) {
+    double t = -7;
+    HN_ASSERT_STATUS(hidet_nccl__deadline_seconds(0, "x", &t), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_DOUBLE_EQUAL(t, 300, 1e-9);
+    HN_ASSERT_STATUS(hidet_nccl__deadline_seconds(2.5, "x", &t), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_DOUBLE_EQUAL(t, 2.5, 1e-9);
+    const double bad[] = {NAN, INFINITY, -INFINITY, -0.5, 1e7 * 1.0001, 1e308};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        HN_ASSERT_STATUS(hidet_nccl__deadline_seconds(bad[i], "options->timeout_s", &t),
+                         HIDET_NCCL_ERROR_INVALID_ARGUMENT, "options->timeout_s");
+    HN_ASSERT_STATUS(hidet_nccl__deadline_seconds(INFINITY, "w", &t), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "(0, 1e+07]");
 }
 
 typedef struct {
@@ -238,6 +268,8 @@ int main(void) {
         {"bad values named", test_bad_values_named},
         {"the launchers' rank variables in one order", test_launcher_order},
         {"copying size-versioned structs", test_copy_sized},
+        {"a poll pause stops at the deadline", test_poll_pause_stops_at_deadline},
+        {"deadlines checked", test_deadline_seconds},
         {"public structs that grow", test_public_structs_grow},
         {NULL, NULL},
     };
