@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# hidet-nccl-run against a hostile neighbour in a directory others may write (issue 15, items 1
-# and 2): a symbolic link planted at rank.N.log is refused and its target untouched; a private
-# rendezvous directory swapped for a link to someone else's directory costs them nothing at
-# exit. (Run as one user: the neighbour's moves are made by the rank itself.)
+# hidet-nccl-run against a hostile neighbour and a careless user (issue 15): a symbolic link
+# planted at rank.N.log is refused and its target untouched (1); a private rendezvous directory
+# swapped for a link to someone else's directory costs them nothing at exit (2; the neighbour's
+# moves are made by the rank itself); children ranks leave behind end with the job, even one
+# that holds the output open (3, 4); stopping signals and a closed output pipe remove the
+# rendezvous directory (11); too many visible devices (12); a NUL in a tagged line (13).
 #   launcher_hostile_test.sh HIDET_NCCL_RUN
 set -u
 run=$(realpath "$1")
@@ -48,6 +50,64 @@ check "a swapped directory: the launcher's own directory (moved away) is emptied
 mkdir -m 0700 "$tmp/private_parent"
 "$run" -n 2 --rendezvous-dir "$tmp/private_parent" /bin/true
 check "no swap: the rendezvous directory is gone" [ -z "$(ls -A "$tmp/private_parent")" ]
+
+# 3 and 4. A rank that exits leaving a child that holds its output open (--tag-output): the
+# launcher ends after the grace period and the child is gone with it; without tagging, the
+# child of a rank that exits 0 is ended too.
+tag=$((RANDOM * 32768 + RANDOM)) # sleep 1007.<tag>: a name pgrep finds, a time sleep takes
+start=$(date +%s)
+timeout -s KILL 60 "$run" --grace 1 --tag-output -n 1 sh -c "echo hi; sleep 1007.$tag & exit 0" >"$tmp/out3.log" 2>&1
+rc=$?
+check "a child holding the output: the launcher exits by itself (exit $rc)" [ "$rc" -eq 0 ]
+check "a child holding the output: within the grace period" [ $(($(date +%s) - start)) -lt 20 ]
+check "a child holding the output: the line before it came through" grep -qx "\[0\] hi" "$tmp/out3.log"
+sleep 0.5
+check "a child holding the output: it is gone" [ -z "$(pgrep -f "sleep 1007.$tag")" ]
+"$run" -n 2 sh -c "sleep 1006.$tag & exit 0" >/dev/null 2>&1
+sleep 0.5
+check "a rank's child outlives nothing: gone after the launcher" [ -z "$(pgrep -f "sleep 1006.$tag")" ]
+# ... and one that ignores SIGTERM, with a long grace: SIGINT to the launcher ends it at once.
+"$run" --grace 300 --tag-output -n 1 sh -c "trap '' TERM; sleep 1005.$tag & exit 0" >/dev/null 2>&1 &
+launcher=$!
+sleep 1
+kill -INT $launcher
+for _ in $(seq 50); do kill -0 $launcher 2>/dev/null || break; sleep 0.1; done
+check "a child ignoring SIGTERM: SIGINT ends the launcher while it waits" bash -c "! kill -0 $launcher 2>/dev/null"
+wait $launcher
+sleep 0.5
+check "a child ignoring SIGTERM: killed with the launcher" [ -z "$(pgrep -f "sleep 1005.$tag")" ]
+pkill -KILL -f "100[567].$tag" 2>/dev/null
+
+# 11. A reader of the output that goes away (SIGPIPE), and SIGUSR1, SIGUSR2, SIGALRM, SIGQUIT:
+# the job stops and the rendezvous directory is removed.
+mkdir -m 0700 "$tmp/sig_parent"
+timeout -s KILL 60 "$run" --tag-output -n 2 --rendezvous-dir "$tmp/sig_parent" yes | head -1 >"$tmp/out11.log"
+check "| head -1: one line through" [ "$(wc -l <"$tmp/out11.log")" -eq 1 ]
+check "| head -1: the rendezvous directory is gone" [ -z "$(ls -A "$tmp/sig_parent")" ]
+for sig in USR1 USR2 ALRM QUIT; do
+    "$run" -n 2 --rendezvous-dir "$tmp/sig_parent" sleep 1004.$tag >/dev/null 2>&1 &
+    launcher=$!
+    sleep 0.5
+    kill -$sig $launcher
+    timeout -s KILL 30 tail --pid=$launcher -f /dev/null
+    wait $launcher
+    rc=$?
+    check "SIG$sig: the launcher exits (exit $rc)" [ "$rc" -ne 0 ] && [ "$rc" -ne 137 ]
+    check "SIG$sig: the rendezvous directory is gone" [ -z "$(ls -A "$tmp/sig_parent")" ]
+done
+pkill -KILL -f "sleep 1004.$tag" 2>/dev/null
+
+# 12. More devices listed than one launcher starts, and no -n: refused before any rank starts.
+many=$(seq -s, 0 4999)
+CUDA_VISIBLE_DEVICES=$many "$run" /bin/true >"$tmp/out12.log" 2>&1
+rc=$?
+check "5000 visible devices: refused (exit $rc)" [ "$rc" -eq 2 ]
+check "5000 visible devices: the message names the limit" grep -q "5000 devices, more than the 4096" "$tmp/out12.log"
+
+# 13. --tag-output passes a NUL inside a line on, byte for byte.
+"$run" --tag-output -n 1 printf 'a\0b\nnext\n' >"$tmp/out13.bin" 2>/dev/null
+printf '[0] a\0b\n[0] next\n' >"$tmp/want13.bin"
+check "--tag-output: a NUL in a line is passed on" cmp -s "$tmp/out13.bin" "$tmp/want13.bin"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -33,11 +33,12 @@ typedef struct {
 } stream_t;
 
 typedef struct {
-    pid_t pid;
+    pid_t pid;       /* also its process group's id */
     stream_t out[2]; /* stdout, stderr */
     int log_fd;      /* --output-dir file, or -1 */
     int done;
     int status;
+    double group_kill_at; /* after the rank exited: SIGKILL for what is left of its group then; 0: done */
 } rank_t;
 
 static struct {
@@ -116,6 +117,9 @@ static int visible_gpus(void) {
             if (*p == ',') in_item = 0;
             else if (*p != ' ' && !in_item) { in_item = 1; n++; }
         }
+        if (n > MAX_RANKS)
+            die(2, "CUDA_VISIBLE_DEVICES lists %d devices, more than the %d ranks one launcher starts: give -n", n,
+                MAX_RANKS);
         return n;
     }
     DIR *d = opendir("/dev");
@@ -217,13 +221,21 @@ static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, 
     _exit(127);
 }
 
+/* One line, byte for byte (a NUL in it included), with its prefix and a newline. A write to a
+ * closed pipe fails with EPIPE, and its SIGPIPE reaches the main loop through the signalfd. */
 static void flush_line(const rank_t *r, int rank, const stream_t *s) {
-    char line[4200];
-    char prefix[24] = "";
-    if (g.tag_output) snprintf(prefix, sizeof prefix, "[%d] ", rank);
-    int m = snprintf(line, sizeof line, "%s%.*s%s", prefix, (int)s->len, s->partial,
-                     s->partial[s->len - 1] == '\n' ? "" : "\n");
-    if (m > 0 && write(r->log_fd >= 0 ? r->log_fd : s->dest, line, (size_t)m) < 0) { /* nowhere to report it */ }
+    char line[sizeof s->partial + 32];
+    size_t m = g.tag_output ? (size_t)snprintf(line, 32, "[%d] ", rank) : 0;
+    memcpy(line + m, s->partial, s->len);
+    m += s->len;
+    if (s->partial[s->len - 1] != '\n') line[m++] = '\n';
+    int fd = r->log_fd >= 0 ? r->log_fd : s->dest;
+    for (size_t put = 0; put < m;) {
+        ssize_t w = write(fd, line + put, m - put);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return; /* nowhere to report it */
+        put += (size_t)w;
+    }
 }
 
 /* Passes data on line by line (prefixed with [rank] when tagging); eof flushes the rest. */
@@ -241,28 +253,29 @@ static void emit(const rank_t *r, int rank, stream_t *s, const char *data, size_
     }
 }
 
-/* Reads what is there (all of it when draining) and passes it on; at the end of the stream
- * flushes the last line and closes it. */
-static void pump(rank_t *r, int rank, stream_t *s, int drain) {
+/* Reads what is there and passes it on; at the end of the stream flushes the last line and
+ * closes it. */
+static void pump(rank_t *r, int rank, stream_t *s) {
     char buf[4096];
-    for (;;) {
-        ssize_t n = read(s->fd, buf, sizeof buf);
-        if (n > 0) {
-            emit(r, rank, s, buf, (size_t)n, 0);
-            if (drain) continue;
-            return;
-        }
-        if (n < 0 && errno == EINTR && !drain) return;
-        emit(r, rank, s, buf, 0, 1);
-        close(s->fd);
-        s->fd = -1;
+    ssize_t n = read(s->fd, buf, sizeof buf);
+    if (n > 0 || (n < 0 && errno == EINTR)) {
+        if (n > 0) emit(r, rank, s, buf, (size_t)n, 0);
         return;
     }
+    emit(r, rank, s, buf, 0, 1);
+    close(s->fd);
+    s->fd = -1;
 }
 
+/* sig to every rank's process group: the running ranks', and what is left of the groups of
+ * ranks that have exited (their children) until those are killed. */
 static void signal_all(int sig) {
-    for (int i = 0; i < g.n; i++)
-        if (g.ranks[i].pid > 0 && !g.ranks[i].done) kill(-g.ranks[i].pid, sig);
+    for (int i = 0; i < g.n; i++) {
+        rank_t *r = &g.ranks[i];
+        if (r->pid <= 0 || (r->done && r->group_kill_at == 0)) continue;
+        kill(-r->pid, sig);
+        if (sig == SIGKILL && r->done) r->group_kill_at = 0;
+    }
 }
 
 static double now_s(void) {
@@ -380,14 +393,17 @@ static void make_rendezvous(void) {
     atexit(remove_rendezvous);
 }
 
+/* The signals that would end the launcher by default (and so leave the rendezvous directory
+ * behind): they stop the job, as Ctrl-C does. SIGPIPE is a reader of our output gone (`| head`):
+ * the ranks get SIGTERM. SIGUSR1/SIGUSR2 are passed to the ranks and stop nothing themselves. */
+static const int k_stopping[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGPIPE, SIGUSR1, SIGUSR2};
+
 /* Signals arrive through a signalfd, so the main loop sees them in order. */
 static int signal_fd(void) {
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
+    for (size_t i = 0; i < sizeof k_stopping / sizeof k_stopping[0]; i++) sigaddset(&mask, k_stopping[i]);
     sigprocmask(SIG_BLOCK, &mask, NULL);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0) die(1, "signalfd: %s", strerror(errno));
@@ -457,17 +473,32 @@ static void spawn(int i, char **child_argv) {
 /* What the main loop tracks. */
 typedef struct {
     int first_rank, first_code, running, forwarded;
-    double stop_deadline; /* SIGKILL for what is left then; < 0: none */
+    double stop_deadline;  /* SIGKILL for what is left then; < 0: none */
+    double drain_deadline; /* once every rank has exited: stop reading their pipes then */
 } job_t;
 
-/* Forwards SIGINT/SIGTERM/SIGHUP to every rank, and starts the grace period. */
+/* Passes signals on to every rank's group: SIGUSR1/SIGUSR2 as they are; the others stop the
+ * job (SIGPIPE as SIGTERM, since the ranks' pipes are ours) and start the grace period. A
+ * second one while stopping, or one after every rank has exited, kills what is left at once. */
 static void forward_signals(int sfd, job_t *job) {
     struct signalfd_siginfo si;
     while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-        if (si.ssi_signo == SIGCHLD) continue; /* reaped below */
-        if (!job->forwarded) fprintf(stderr, "hidet-nccl-run: got signal %d; forwarding it to every rank\n", si.ssi_signo);
-        signal_all((int)si.ssi_signo);
-        job->forwarded = (int)si.ssi_signo;
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD) continue; /* reaped below */
+        if (sig == SIGUSR1 || sig == SIGUSR2) {
+            signal_all(sig);
+            continue;
+        }
+        if (job->forwarded || job->running == 0) {
+            signal_all(SIGKILL);
+            job->drain_deadline = now_s();
+            if (!job->forwarded) job->forwarded = sig;
+            continue;
+        }
+        fprintf(stderr, "hidet-nccl-run: got signal %d (%s); %s every rank\n", sig, strsignal(sig),
+                sig == SIGPIPE ? "our output is gone: stopping" : "forwarding it to");
+        signal_all(sig == SIGPIPE ? SIGTERM : sig);
+        job->forwarded = sig;
         if (job->stop_deadline < 0) job->stop_deadline = now_s() + g.grace_s;
     }
 }
@@ -484,6 +515,9 @@ static void reap(job_t *job) {
             r->done = 1;
             r->status = status;
             job->running--;
+            kill(-r->pid, SIGTERM); /* what it left running (torchrun ends a worker's group too) */
+            r->group_kill_at = now_s() + g.grace_s;
+            if (job->running == 0) job->drain_deadline = now_s() + g.grace_s + 0.5;
             int failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
             if (failed && job->first_rank < 0 && !job->forwarded) {
                 job->first_rank = i;
@@ -497,30 +531,59 @@ static void reap(job_t *job) {
     }
 }
 
-/* Until every rank has exited: output, signals, exits, and the grace period's end. */
+/* 1 while a rank's pipe is open. */
+static int pipes_open(void) {
+    for (int i = 0; i < g.n; i++)
+        if (g.ranks[i].out[0].fd >= 0 || g.ranks[i].out[1].fd >= 0) return 1;
+    return 0;
+}
+
+/* The earliest of the deadlines the loop keeps, as a poll timeout in ms (-1: none). */
+static int next_wait_ms(const job_t *job) {
+    double next = job->stop_deadline > 0 ? job->stop_deadline : 0;
+    if (job->running == 0 && (next == 0 || job->drain_deadline < next)) next = job->drain_deadline;
+    for (int i = 0; i < g.n; i++)
+        if (g.ranks[i].group_kill_at > 0 && (next == 0 || g.ranks[i].group_kill_at < next)) next = g.ranks[i].group_kill_at;
+    if (next == 0) return -1;
+    double left = next - now_s();
+    return left > 0 ? (int)(left * 1000) + 1 : 0;
+}
+
+/* SIGKILL for the groups whose time is up: every one at the stop deadline, an exited rank's
+ * grace period after it exited. */
+static void kill_overdue(job_t *job) {
+    double t = now_s();
+    if (job->stop_deadline > 0 && t >= job->stop_deadline) {
+        signal_all(SIGKILL);
+        job->stop_deadline = -1;
+    }
+    for (int i = 0; i < g.n; i++) {
+        rank_t *r = &g.ranks[i];
+        if (r->group_kill_at > 0 && t >= r->group_kill_at) {
+            kill(-r->pid, SIGKILL);
+            r->group_kill_at = 0;
+        }
+    }
+}
+
+/* Until every rank has exited and their output is read: output, signals, exits, the grace
+ * periods. A process a rank left behind that keeps the pipe open (`sleep 100 &`) holds the
+ * loop only for the grace period, after which its group is killed and the pipe let go. */
 static void run_loop(int sfd, job_t *job) {
     struct pollfd *fds = calloc((size_t)(2 * g.n + 1), sizeof *fds);
     if (fds == NULL) die(1, "out of memory");
-    while (job->running > 0) {
+    while (job->running > 0 || (pipes_open() && now_s() < job->drain_deadline)) {
         int k = 0;
         fds[k++] = (struct pollfd){sfd, POLLIN, 0};
         for (int i = 0; i < g.n; i++)
             for (int w = 0; w < 2; w++) fds[k++] = (struct pollfd){g.ranks[i].out[w].fd, POLLIN, 0};
-        int wait_ms = -1;
-        if (job->stop_deadline > 0) {
-            double left = job->stop_deadline - now_s();
-            wait_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
-        }
-        int pr = poll(fds, (nfds_t)k, wait_ms);
+        int pr = poll(fds, (nfds_t)k, next_wait_ms(job));
         if (pr < 0 && errno != EINTR) break;
-        if (job->stop_deadline > 0 && now_s() >= job->stop_deadline) {
-            signal_all(SIGKILL);
-            job->stop_deadline = -1;
-        }
+        kill_overdue(job);
         for (int i = 0; i < g.n; i++)
             for (int w = 0; w < 2; w++) {
                 const struct pollfd *p = &fds[1 + 2 * i + w];
-                if (p->fd >= 0 && (p->revents & (POLLIN | POLLHUP | POLLERR))) pump(&g.ranks[i], i, &g.ranks[i].out[w], 0);
+                if (p->fd >= 0 && (p->revents & (POLLIN | POLLHUP | POLLERR))) pump(&g.ranks[i], i, &g.ranks[i].out[w]);
             }
         forward_signals(sfd, job);
         reap(job);
@@ -556,12 +619,16 @@ int main(int argc, char **argv) {
     g.ranks = calloc((size_t)g.n, sizeof *g.ranks);
     if (g.ranks == NULL) die(1, "out of memory");
     for (int i = 0; i < g.n; i++) spawn(i, child_argv);
-    job_t job = {-1, 0, g.n, 0, -1};
+    job_t job = {-1, 0, g.n, 0, -1, 0};
     run_loop(sfd, &job);
-    for (int i = 0; i < g.n; i++) { /* what is left in the pipes */
+    signal_all(SIGKILL); /* nothing a rank started outlives the launcher */
+    for (int i = 0; i < g.n; i++) { /* a partial last line; a pipe still held is let go */
         rank_t *r = &g.ranks[i];
         for (int w = 0; w < 2; w++)
-            if (r->out[w].fd >= 0) pump(r, i, &r->out[w], 1);
+            if (r->out[w].fd >= 0) {
+                emit(r, i, &r->out[w], NULL, 0, 1);
+                close(r->out[w].fd);
+            }
         if (r->log_fd >= 0) close(r->log_fd);
     }
     remove_rendezvous();
