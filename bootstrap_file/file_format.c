@@ -19,14 +19,32 @@ static size_t encode(uint8_t *out, size_t cap, int kind, const char *key, uint64
 }
 
 size_t hidet_nccl__bf_encode_hello(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
-                                   uint32_t rank, const uint8_t nonce[HN_BF_NONCE], const void *part,
-                                   uint32_t part_bytes) {
+                                   uint32_t rank, const uint8_t nonce[HN_BF_NONCE],
+                                   const uint8_t root_nonce[HN_BF_NONCE], const void *part, uint32_t part_bytes) {
     if (part_bytes > HN_BF_MAX_DATA) return 0;
-    size_t total = encode(out, cap, HN_BF_KIND_HELLO, key, seq, world, rank, HN_BF_NONCE + 4 + (size_t)part_bytes);
+    size_t total =
+        encode(out, cap, HN_BF_KIND_HELLO, key, seq, world, rank, 2 * HN_BF_NONCE + 4 + (size_t)part_bytes);
     if (total == 0) return 0;
-    memcpy(out + HN_BF_HEADER, nonce, HN_BF_NONCE);
-    hidet_nccl__put32(out + HN_BF_HEADER + HN_BF_NONCE, part_bytes);
-    if (part_bytes) memcpy(out + HN_BF_HEADER + HN_BF_NONCE + 4, part, part_bytes);
+    uint8_t *b = out + HN_BF_HEADER;
+    memcpy(b, nonce, HN_BF_NONCE);
+    memcpy(b + HN_BF_NONCE, root_nonce, HN_BF_NONCE);
+    hidet_nccl__put32(b + 2 * HN_BF_NONCE, part_bytes);
+    if (part_bytes) memcpy(b + 2 * HN_BF_NONCE + 4, part, part_bytes);
+    return hidet_nccl__frame_seal(out, total);
+}
+
+size_t hidet_nccl__bf_encode_claim(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
+                                   uint32_t root, const uint8_t nonce[HN_BF_NONCE], uint64_t expiry_ms, uint32_t pid,
+                                   uint32_t flags, const char *host) {
+    size_t total = encode(out, cap, HN_BF_KIND_CLAIM, key, seq, world, root, HN_BF_CLAIM_BODY);
+    if (total == 0) return 0;
+    uint8_t *b = out + HN_BF_HEADER;
+    memcpy(b, nonce, HN_BF_NONCE);
+    hidet_nccl__put64(b + HN_BF_NONCE, expiry_ms);
+    hidet_nccl__put32(b + HN_BF_NONCE + 8, pid);
+    hidet_nccl__put32(b + HN_BF_NONCE + 12, flags);
+    memset(b + HN_BF_NONCE + 16, 0, HN_BF_HOST_BYTES);
+    memcpy(b + HN_BF_NONCE + 16, host, strnlen(host, HN_BF_HOST_BYTES));
     return hidet_nccl__frame_seal(out, total);
 }
 
@@ -58,12 +76,28 @@ int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *m
     uint32_t body = f.body;
     const uint8_t *b = buf + HN_BF_HEADER;
     if (msg->kind == HN_BF_KIND_HELLO) {
-        if (body < HN_BF_NONCE + 4) return WHY("a hello of %u body bytes (at least %d)", body, HN_BF_NONCE + 4);
-        msg->data_bytes = hidet_nccl__get32(b + HN_BF_NONCE);
-        if ((size_t)body != HN_BF_NONCE + 4 + (size_t)msg->data_bytes)
-            return WHY("a hello of %u body bytes does not hold a nonce and %u part bytes", body, msg->data_bytes);
+        if (body < 2 * HN_BF_NONCE + 4) return WHY("a hello of %u body bytes (at least %d)", body, 2 * HN_BF_NONCE + 4);
+        msg->data_bytes = hidet_nccl__get32(b + 2 * HN_BF_NONCE);
+        if ((size_t)body != 2 * HN_BF_NONCE + 4 + (size_t)msg->data_bytes)
+            return WHY("a hello of %u body bytes does not hold two nonces and %u part bytes", body, msg->data_bytes);
         msg->nonce = b;
-        msg->data = b + HN_BF_NONCE + 4;
+        msg->root_nonce = b + HN_BF_NONCE;
+        msg->data = b + 2 * HN_BF_NONCE + 4;
+        return 0;
+    }
+    if (msg->kind == HN_BF_KIND_CLAIM) {
+        if (body != HN_BF_CLAIM_BODY) return WHY("a claim of %u body bytes (%d expected)", body, HN_BF_CLAIM_BODY);
+        msg->nonce = b;
+        msg->expiry_ms = hidet_nccl__get64(b + HN_BF_NONCE);
+        msg->pid = hidet_nccl__get32(b + HN_BF_NONCE + 8);
+        msg->flags = hidet_nccl__get32(b + HN_BF_NONCE + 12);
+        const uint8_t *host = b + HN_BF_NONCE + 16;
+        size_t host_len = strnlen((const char *)host, HN_BF_HOST_BYTES);
+        for (size_t i = host_len; i < HN_BF_HOST_BYTES; i++)
+            if (host[i] != 0) return WHY("a claim whose host name is not NUL-padded");
+        if (msg->flags & ~HN_BF_CLAIM_COLLIDED) return WHY("a claim with unknown flags 0x%x", msg->flags);
+        memcpy(msg->host, host, host_len);
+        msg->host[host_len] = '\0';
         return 0;
     }
     if (msg->kind != HN_BF_KIND_ANNOUNCE) return WHY("unknown kind %d", msg->kind);

@@ -16,10 +16,10 @@ int hidet_nccl__bf_check_dir(const char *dir, char *why, size_t why_bytes) {
     struct stat st;
     if (stat(dir, &st) != 0) return WHY("rendezvous directory %s: %s", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode)) return WHY("rendezvous directory %s is not a directory", dir);
-    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
-        return WHY("rendezvous directory %s is writable by others without the sticky bit (mode %04o): another user "
+    if ((st.st_mode & (S_IWOTH | S_IWGRP)) && !(st.st_mode & S_ISVTX))
+        return WHY("rendezvous directory %s is writable by %s without the sticky bit (mode %04o): another user "
                    "could replace the files in it; use a private directory or one with the sticky bit (like /tmp)",
-                   dir, (unsigned)(st.st_mode & 07777));
+                   dir, (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 07777));
     return 0;
 }
 
@@ -70,7 +70,11 @@ int hidet_nccl__bf_read(const char *path, size_t min, size_t max, uint8_t **data
     return rc;
 }
 
-int hidet_nccl__bf_publish(const char *path, const uint8_t *data, size_t len, char *why, size_t why_bytes) {
+/* Writes data to a new temporary file beside path and puts it in place: renamed over what is
+ * there, or (exclusive) linked only where nothing is. 0, 1 (exclusive: path exists), or -1
+ * and why. The temporary file is gone either way. */
+static int put_in_place(const char *path, const uint8_t *data, size_t len, int exclusive, char *why,
+                        size_t why_bytes) {
     char tmp[4096 + 64];
     uint32_t salt = 0;
     if (hidet_nccl__bf_random(&salt, sizeof salt, why, why_bytes) != 0) return -1;
@@ -89,9 +93,19 @@ int hidet_nccl__bf_publish(const char *path, const uint8_t *data, size_t len, ch
     }
     if (rc == 0 && fsync(fd) != 0) rc = WHY("fsync %s: %s", tmp, strerror(errno));
     if (close(fd) != 0 && rc == 0) rc = WHY("close %s: %s", tmp, strerror(errno));
-    if (rc == 0 && rename(tmp, path) != 0) rc = WHY("rename %s to %s: %s", tmp, path, strerror(errno));
-    if (rc != 0) unlink(tmp);
+    if (rc == 0 && !exclusive && rename(tmp, path) != 0) rc = WHY("rename %s to %s: %s", tmp, path, strerror(errno));
+    if (rc == 0 && exclusive && link(tmp, path) != 0)
+        rc = errno == EEXIST ? 1 : WHY("link %s to %s: %s", tmp, path, strerror(errno));
+    if (rc != 0 || exclusive) unlink(tmp);
     return rc;
+}
+
+int hidet_nccl__bf_publish(const char *path, const uint8_t *data, size_t len, char *why, size_t why_bytes) {
+    return put_in_place(path, data, len, 0, why, why_bytes);
+}
+
+int hidet_nccl__bf_publish_new(const char *path, const uint8_t *data, size_t len, char *why, size_t why_bytes) {
+    return put_in_place(path, data, len, 1, why, why_bytes);
 }
 
 int hidet_nccl__bf_random(void *out, size_t n, char *why, size_t why_bytes) {

@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Refuses a directory that is missing, not a directory, or writable by others without the
- * sticky bit (anyone could then replace our files). 0, or -1 and why. */
+/* Refuses a directory that is missing, not a directory, or writable by its group or others
+ * without the sticky bit (they could then replace our files). 0, or -1 and why. */
 int hidet_nccl__bf_check_dir(const char *dir, char *why, size_t why_bytes);
 
 /* Reads a whole file, opened with O_NOFOLLOW and checked with fstat: a regular file, owned
@@ -18,6 +18,9 @@ int hidet_nccl__bf_read(const char *path, size_t min, size_t max, uint8_t **data
  * O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600 whatever the umask, written, fsync'ed, renamed
  * into place. 0, or -1 and why. */
 int hidet_nccl__bf_publish(const char *path, const uint8_t *data, size_t len, char *why, size_t why_bytes);
+/* The same, but only where no file is (link(2) of the temporary file): 0 put, 1 a file is
+ * already there (left as it is), -1 and why. */
+int hidet_nccl__bf_publish_new(const char *path, const uint8_t *data, size_t len, char *why, size_t why_bytes);
 
 /* n random bytes from the kernel. 0, or -1 and why. */
 int hidet_nccl__bf_random(void *out, size_t n, char *why, size_t why_bytes);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +28,15 @@ static void new_dir(char *out, size_t n) {
     mkdir(out, 0700);
 }
 
-static pid_t spawn(const char *dir, const char *key, int rank, int n, int rounds, double timeout, int delay_ms) {
+/* Rank `rank` of a job with key `key`, its output in out.<label>.<rank>. */
+static pid_t spawn_as(const char *dir, const char *key, const char *label, int rank, int n, int rounds, double timeout,
+                      int delay_ms) {
     char r[16], sz[16], rd[16], to[32], out[PATH_MAX + 32], dl[16];
     snprintf(r, sizeof r, "%d", rank);
     snprintf(sz, sizeof sz, "%d", n);
     snprintf(rd, sizeof rd, "%d", rounds);
     snprintf(to, sizeof to, "%g", timeout);
-    snprintf(out, sizeof out, "%s/out.%s.%d", g_base, key, rank);
+    snprintf(out, sizeof out, "%s/out.%s.%d", g_base, label, rank);
     snprintf(dl, sizeof dl, "%d", delay_ms);
     pid_t pid = fork();
     if (pid == 0) {
@@ -41,6 +44,20 @@ static pid_t spawn(const char *dir, const char *key, int rank, int n, int rounds
         _exit(127);
     }
     return pid;
+}
+
+static pid_t spawn(const char *dir, const char *key, int rank, int n, int rounds, double timeout, int delay_ms) {
+    return spawn_as(dir, key, key, rank, n, rounds, timeout, delay_ms);
+}
+
+/* A valid claim of round 0 of job `key` (world 2, root 0) held for hold_ms more (< 0: expired). */
+static size_t claim_file(uint8_t *out, size_t cap, const char *key, uint32_t world, long hold_ms) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+    uint8_t nonce[HN_BF_NONCE];
+    memset(nonce, 0x3C, sizeof nonce);
+    return hidet_nccl__bf_encode_claim(out, cap, key, 0, world, 0, nonce, ms + (uint64_t)hold_ms, 1, 0, "elsewhere");
 }
 
 /* Starts n ranks of job `key` (the root after root_delay_ms) and waits; returns the
@@ -125,6 +142,12 @@ static void test_stale_file_not_accepted(void) {
     int fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0600);
     CU_ASSERT_FATAL(fd >= 0 && write(fd, file, len) == (ssize_t)len);
     close(fd);
+    /* ... and its root's claim, expired: ignored by the readers, replaced by the new root. */
+    len = claim_file(file, sizeof file, "samekey", 2, -1000);
+    snprintf(path, sizeof path, "%s/hidet-nccl.samekey.0.root", dir);
+    fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0600);
+    CU_ASSERT_FATAL(fd >= 0 && write(fd, file, len) == (ssize_t)len);
+    close(fd);
     CU_ASSERT_EQUAL(run_job(dir, "samekey", 2, 1, 30, 500), 0);
     CU_ASSERT(all_same_id("samekey", 2, 0, id));
     CU_ASSERT(strncmp(id, "eeeeeeee", 8) != 0);
@@ -199,22 +222,25 @@ static void put_file(const char *path, const uint8_t *data, size_t len, mode_t m
     close(fd);
 }
 
-/* 5: torn, truncated, garbage, wrong-version, wrong-size and wrong-checksum files are
- * refused; the reader waits until the deadline and then says what it saw. */
+/* 5: torn, truncated, garbage, wrong-version, wrong-size and wrong-checksum files (here the
+ * root's claim, the first file a reader reads) are refused; the reader waits until the
+ * deadline and then says what it saw. Each case its own key: a bootstrap's rounds are numbered
+ * after the bootstraps of that key this process made before. */
 static void test_corrupt_files_refused(void) {
-    char dir[PATH_MAX], path[PATH_MAX + 64];
+    char dir[PATH_MAX], path[PATH_MAX + 64], key[32];
     new_dir(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/hidet-nccl.corrupt.0.id", dir);
-    uint8_t good[1024], bad[1024], nonces[3 * HN_BF_NONCE] = {0}, data[128] = {1, 2, 3}; /* up to 3 ranks */
-    size_t len = hidet_nccl__bf_encode_announce(good, sizeof good, "corrupt", 0, 2, 0, data, sizeof data, nonces);
+    uint8_t good[1024], bad[1024];
     struct {
         const char *name, *expect;
     } cases[] = {
-        {"truncated", "torn or truncated"},  {"torn", "torn or truncated"}, {"garbage", "wrong magic"},
+        {"truncated", "torn, truncated"},    {"torn", "torn or truncated"}, {"garbage", "wrong magic"},
         {"version", "format version 9"},     {"world size", "world size 3"}, {"checksum", "checksum mismatch"},
         {"short", "has 50 bytes"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(key, sizeof key, "corrupt%zu", i);
+        snprintf(path, sizeof path, "%s/hidet-nccl.%s.0.root", dir, key);
+        size_t len = claim_file(good, sizeof good, key, 2, 60000);
         size_t n = len;
         memcpy(bad, good, len);
         if (i == 0) n = len - 20;                                   /* cut short */
@@ -222,20 +248,19 @@ static void test_corrupt_files_refused(void) {
         if (i == 2) for (size_t k = 0; k < n; k++) bad[k] = (uint8_t)(k * 131 + 7);
         if (i == 3) { bad[8] = 9; }                                 /* version 9 */
         if (i == 4) { /* world size 3, checksum fixed so only the size is wrong */
-            size_t l2 = hidet_nccl__bf_encode_announce(bad, sizeof bad, "corrupt", 0, 3, 0, data, sizeof data, nonces);
-            n = l2;
+            n = claim_file(bad, sizeof bad, key, 3, 60000);
         }
         if (i == 5) bad[100] ^= 0xFF;                               /* a data byte */
         if (i == 6) n = 50;
         put_file(path, bad, n, 0600);
         double elapsed = 0;
-        CU_ASSERT_EQUAL(read_once(dir, "corrupt", 0.5, &elapsed), HIDET_NCCL_ERROR_TIMEOUT);
+        CU_ASSERT_EQUAL(read_once(dir, key, 0.5, &elapsed), HIDET_NCCL_ERROR_TIMEOUT);
         if (strstr(g_last, cases[i].expect) == NULL)
             fprintf(stderr, "case %s: '%s' not in: %s\n", cases[i].name, cases[i].expect, g_last);
         CU_ASSERT_PTR_NOT_NULL(strstr(g_last, cases[i].expect));
         CU_ASSERT(elapsed >= 0.5 && elapsed < 2.0);
+        unlink(path);
     }
-    unlink(path);
     CU_ASSERT_EQUAL(count_files(dir, ""), 0);
 }
 
@@ -260,12 +285,75 @@ static void test_root_never_comes(void) {
     CU_ASSERT_EQUAL(read_once(dir, "noroot", 1.0, &elapsed), HIDET_NCCL_ERROR_TIMEOUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "hidet-nccl.noroot.0.id"));
     CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "from rank 0 (root)"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "no file yet"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "no claim from the root yet"));
     CU_ASSERT(elapsed >= 1.0 && elapsed < 2.0);
     CU_ASSERT_EQUAL(count_files(dir, ""), 0); /* its hello is gone too */
     /* Many readers at once, each its own process. */
     char key[] = "noroot8";
     CU_ASSERT_EQUAL(run_job(dir, key, 8, 1, 1.0, 5000) >= 7, 1);
+}
+
+/* A root (rank 0 of nranks, 2 unless set) broadcasting in a thread, while the test plays its
+ * readers by hand. */
+typedef struct {
+    const char *dir, *key;
+    double timeout;
+    hidet_nccl_status_t st;
+    char msg[4096];
+    double took;
+    int nranks;
+} root_job_t;
+
+static void *root_thread(void *arg) {
+    root_job_t *j = arg;
+    hidet_nccl_file_bootstrap_params_t p = HIDET_NCCL_FILE_BOOTSTRAP_PARAMS_INIT;
+    p.dir = j->dir;
+    p.job_key = j->key;
+    p.rank = 0;
+    p.nranks = j->nranks ? j->nranks : 2;
+    hidet_nccl_bootstrap_h bs;
+    j->st = hidet_nccl_bootstrap_file(&p, &bs);
+    if (j->st == HIDET_NCCL_SUCCESS) {
+        char buf[16] = "from the root";
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        j->st = hidet_nccl_bootstrap_broadcast(bs, buf, sizeof buf, 0, j->timeout);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        j->took = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+        snprintf(j->msg, sizeof j->msg, "%s", hidet_nccl_last_error());
+        hidet_nccl_bootstrap_destroy(bs);
+    }
+    return NULL;
+}
+
+/* As rank `rank` of `world`: waits (up to wait_s) for round 0's claim of `key`, then puts a hello
+ * answering it with a nonce of nonce_byte. 0, or -1. */
+static int fake_hello_rank(const char *dir, const char *key, int nonce_byte, int rank, int world, double wait_s) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/hidet-nccl.%s.0.root", dir, key);
+    uint8_t buf[1024], hello[HN_BF_HEADER + 2 * HN_BF_NONCE + 8], nonce[HN_BF_NONCE];
+    hidet_nccl__bf_msg_t m;
+    char why[512];
+    for (int i = 0;; i++) {
+        int fd = open(path, O_RDONLY);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
+        if (fd >= 0) close(fd);
+        if (n > 0 && hidet_nccl__bf_parse(buf, (size_t)n, &m, why, sizeof why) == 0) break;
+        if (i > wait_s * 100) return -1;
+        usleep(10000);
+    }
+    memset(nonce, nonce_byte, sizeof nonce);
+    size_t len = hidet_nccl__bf_encode_hello(hello, sizeof hello, key, 0, (uint32_t)world, (uint32_t)rank, nonce,
+                                             m.nonce, NULL, 0);
+    snprintf(path, sizeof path, "%s/hidet-nccl.%s.0.hello.%d", dir, key, rank);
+    char tmp[PATH_MAX + 80];
+    snprintf(tmp, sizeof tmp, "%s.test", path);
+    put_file(tmp, hello, len, 0600);
+    return rename(tmp, path);
+}
+
+static int fake_hello(const char *dir, const char *key, int nonce_byte, double wait_s) {
+    return fake_hello_rank(dir, key, nonce_byte, 1, 2, wait_s);
 }
 
 /* 6 (cont.): readers that never come: the root times out naming them. */
@@ -284,48 +372,169 @@ static void test_readers_never_come(void) {
                      "1, 2, 3 (3 of 4 ranks)");
     hidet_nccl_bootstrap_destroy(bs);
     CU_ASSERT_EQUAL(count_files(dir, ""), 0);
-    /* A reader that said hello and died: the root publishes, then waits for the hello to go,
-     * within the one deadline of the round (not twice it). */
-    p.nranks = 2;
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_SUCCESS, NULL);
-    uint8_t hello[HN_BF_HEADER + HN_BF_NONCE + 8], nonce[HN_BF_NONCE] = {7};
+    /* A reader that answered the claim and died: the root publishes, then waits for the hello
+     * to go, within the one deadline of the round (not twice it). */
+    root_job_t job = {dir, "lonely2", 0.5, 0, "", 0, 2};
+    pthread_t t;
+    pthread_create(&t, NULL, root_thread, &job);
+    CU_ASSERT_EQUAL(fake_hello(dir, "lonely2", 7, 5.0), 0);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(job.st, HIDET_NCCL_ERROR_TIMEOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(job.msg, "did not take it within 0.5 s"));
+    CU_ASSERT(job.took >= 0.5 && job.took < 0.9);
     char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/hidet-nccl.lonely.0.hello.1", dir);
-    size_t len = hidet_nccl__bf_encode_hello(hello, sizeof hello, "lonely", 0, 2, 1, nonce, NULL, 0);
-    CU_ASSERT_FATAL(len > 0);
-    put_file(path, hello, len, 0600);
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_broadcast(bs, buf, sizeof buf, 0, 0.5), HIDET_NCCL_ERROR_TIMEOUT,
-                     "did not take it within 0.5 s");
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    double took = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
-    CU_ASSERT(took >= 0.5 && took < 0.9);
-    hidet_nccl_bootstrap_destroy(bs);
+    snprintf(path, sizeof path, "%s/hidet-nccl.lonely2.0.hello.1", dir);
     unlink(path);
-    CU_ASSERT_EQUAL(count_files(dir, ""), 0); /* the announce was removed */
+    CU_ASSERT_EQUAL(count_files(dir, ""), 0); /* the announce and the claim were removed */
+}
+
+/* Issue 15, item 7: a reader whose deadline passed after it answered (its hello renamed to
+ * .gaveup, as a reader does) fails the round on the root, which would otherwise report
+ * success for bytes nobody took; the root removes the .gaveup file. */
+static void test_reader_gave_up(void) {
+    char dir[PATH_MAX], path[PATH_MAX + 64], quit[PATH_MAX + 80];
+    new_dir(dir, sizeof dir);
+    root_job_t job = {dir, "quitter", 10, 0, "", 0, 2};
+    pthread_t t;
+    pthread_create(&t, NULL, root_thread, &job);
+    CU_ASSERT_EQUAL(fake_hello(dir, "quitter", 9, 5.0), 0);
+    snprintf(path, sizeof path, "%s/hidet-nccl.quitter.0.id", dir);
+    for (int i = 0; i < 500 && access(path, F_OK) != 0; i++) usleep(10000); /* the root published */
+    snprintf(path, sizeof path, "%s/hidet-nccl.quitter.0.hello.1", dir);
+    snprintf(quit, sizeof quit, "%s.gaveup", path);
+    CU_ASSERT_EQUAL(rename(path, quit), 0);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(job.st, HIDET_NCCL_ERROR_TIMEOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(job.msg, "rank 1 gave up before taking it"));
+    CU_ASSERT(job.took < 5);
+    CU_ASSERT_EQUAL(count_files(dir, ""), 0);
+    /* A real reader with a short deadline, the root never coming: its hello is renamed, then
+     * gone with the round's other leftovers when a root ends a round of that key. */
+    CU_ASSERT_EQUAL(read_once(dir, "quitter2", 0.3, NULL), HIDET_NCCL_ERROR_TIMEOUT);
+    CU_ASSERT_EQUAL(count_files(dir, ".gaveup"), 0); /* it never answered: there was no claim */
+}
+
+/* Issue 15, item 6: a second answer to one claim for the same rank (another job with the same
+ * key) is a collision: the root fails and marks its claim, so that everyone of both jobs does. */
+static void test_two_answers_collide(void) {
+    char dir[PATH_MAX], path[PATH_MAX + 64];
+    new_dir(dir, sizeof dir);
+    root_job_t job = {dir, "twice", 10, 0, "", 0, 3};
+    pthread_t t;
+    pthread_create(&t, NULL, root_thread, &job);
+    CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 1, 1, 3, 5.0), 0); /* rank 1 of one job */
+    usleep(200 * 1000);                                             /* the root reads it, waits for rank 2 */
+    CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 2, 1, 3, 5.0), 0); /* rank 1 of the other job */
+    CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 3, 2, 3, 5.0), 0);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(job.st, HIDET_NCCL_ERROR_BOOTSTRAP);
+    CU_ASSERT_PTR_NOT_NULL(strstr(job.msg, "two processes answered this round's claim as rank 1"));
+    /* The claim stays, marked collided, for the others to see. */
+    snprintf(path, sizeof path, "%s/hidet-nccl.twice.0.root", dir);
+    uint8_t buf[1024];
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
+    if (fd >= 0) close(fd);
+    hidet_nccl__bf_msg_t m;
+    char why[512];
+    CU_ASSERT_FATAL(n > 0 && hidet_nccl__bf_parse(buf, (size_t)n, &m, why, sizeof why) == 0);
+    CU_ASSERT(m.kind == HN_BF_KIND_CLAIM && (m.flags & HN_BF_CLAIM_COLLIDED));
+}
+
+/* Issue 15, item 6: two jobs started with the same key in one directory, many times: no rank
+ * ever ends with the other job's bytes, and the collision is reported as such. */
+static void test_same_key_jobs(void) {
+    char dir[PATH_MAX], a[2 * 128 + 1], b[2 * 128 + 1], root_a[2 * 128 + 1], root_b[2 * 128 + 1];
+    new_dir(dir, sizeof dir);
+    int wrong = 0, detected = 0, pairs = 12;
+    for (int pair = 0; pair < pairs; pair++) {
+        char key[32], la[32], lb[32];
+        snprintf(key, sizeof key, "shared%d", pair);
+        snprintf(la, sizeof la, "A%d", pair);
+        snprintf(lb, sizeof lb, "B%d", pair);
+        pid_t pids[8];
+        for (int r = 3; r >= 0; r--) { /* both roots late: every reader waits, both roots meet */
+            pids[2 * r] = spawn_as(dir, key, la, r, 4, 1, 5, r == 0 ? 200 : 0);
+            pids[2 * r + 1] = spawn_as(dir, key, lb, r, 4, 1, 5, r == 0 ? 200 : 0);
+        }
+        int failed = 0;
+        for (int i = 0; i < 8; i++) {
+            int ws;
+            waitpid(pids[i], &ws, 0);
+            failed += !(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+        }
+        detected += failed > 0;
+        id_of(la, 0, 0, root_a);
+        id_of(lb, 0, 0, root_b);
+        for (int r = 1; r < 4; r++) { /* a rank that has bytes has its own root's */
+            id_of(la, r, 0, a);
+            id_of(lb, r, 0, b);
+            wrong += a[0] && strcmp(a, root_a) != 0;
+            wrong += b[0] && strcmp(b, root_b) != 0;
+        }
+    }
+    printf("\n  %d of %d pairs of same-key jobs reported the collision; %d ranks got wrong bytes\n", detected, pairs,
+           wrong);
+    CU_ASSERT_EQUAL(wrong, 0);
+    CU_ASSERT(detected > 0);
+}
+
+/* Issue 15, item 5: bootstraps one after the other from the same environment (hidet_nccl_init
+ * called again), 4 ranks x 20: every round every rank gets that round's bytes. */
+static void test_fresh_bootstrap_each_round(void) {
+    char dir[PATH_MAX], ids[20][2 * 128 + 1];
+    new_dir(dir, sizeof dir);
+    CU_ASSERT_EQUAL(run_job(dir, "again", 4, -20, 30, 0), 0);
+    for (int round = 0; round < 20; round++) {
+        CU_ASSERT(all_same_id("again", 4, round, ids[round]));
+        if (round) CU_ASSERT_STRING_NOT_EQUAL(ids[round], ids[round - 1]);
+    }
+    CU_ASSERT_EQUAL(count_files(dir, ""), 0);
+}
+
+/* Issue 15, item 14: temporary files of writers killed mid-write are removed by the root
+ * that ends that round. */
+static void test_killed_writers_leftovers(void) {
+    char dir[PATH_MAX], path[PATH_MAX + 96], id[2 * 128 + 1];
+    new_dir(dir, sizeof dir);
+    const char *names[] = {"hello.1.tmp.4242.0badf00d", "hello.2.tmp.4243.deadbeef", "id.tmp.4244.00c0ffee",
+                           "root.tmp.4245.12345678"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/hidet-nccl.killed.0.%s", dir, names[i]);
+        put_file(path, (const uint8_t *)"half", 4, 0600);
+    }
+    CU_ASSERT_EQUAL(run_job(dir, "killed", 3, 1, 30, 0), 0);
+    CU_ASSERT(all_same_id("killed", 3, 0, id));
+    CU_ASSERT_EQUAL(count_files(dir, ""), 0);
 }
 
 /* 7: a symlink at the path, a file owned by another user, a file writable by group or
  * others, a directory writable by others without the sticky bit: refused with a message. */
+/* Case i of the unsafe-file test: its own key (a bootstrap's rounds follow the earlier ones of
+ * its key in this process), the path of that key's claim, cleared, and a good claim in good. */
+static size_t unsafe_case(const char *dir, int i, char *key, char *path, uint8_t *good) {
+    snprintf(key, 32, "unsafe%d", i);
+    snprintf(path, PATH_MAX + 64, "%s/hidet-nccl.%s.0.root", dir, key);
+    unlink(path);
+    return claim_file(good, 1024, key, 2, 60000);
+}
+
 static void test_unsafe_files_refused(void) {
-    char dir[PATH_MAX], path[PATH_MAX + 64], target[PATH_MAX + 64];
+    char dir[PATH_MAX], path[PATH_MAX + 64], target[PATH_MAX + 64], key[32];
     new_dir(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/hidet-nccl.unsafe.0.id", dir);
-    uint8_t good[1024], nonces[2 * HN_BF_NONCE] = {0}, data[128] = {0};
-    size_t len = hidet_nccl__bf_encode_announce(good, sizeof good, "unsafe", 0, 2, 0, data, sizeof data, nonces);
+    uint8_t good[1024];
     snprintf(target, sizeof target, "%s/elsewhere", dir);
-    put_file(target, good, len, 0600);
+    put_file(target, good, unsafe_case(dir, 1, key, path, good), 0600);
     CU_ASSERT_FATAL(symlink(target, path) == 0);
-    CU_ASSERT_EQUAL(read_once(dir, "unsafe", 0.3, NULL), HIDET_NCCL_ERROR_TIMEOUT);
+    CU_ASSERT_EQUAL(read_once(dir, key, 0.3, NULL), HIDET_NCCL_ERROR_TIMEOUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "is a symbolic link; refused"));
-    put_file(path, good, len, 0622);
-    CU_ASSERT_EQUAL(read_once(dir, "unsafe", 0.3, NULL), HIDET_NCCL_ERROR_TIMEOUT);
+    put_file(path, good, unsafe_case(dir, 2, key, path, good), 0622);
+    CU_ASSERT_EQUAL(read_once(dir, key, 0.3, NULL), HIDET_NCCL_ERROR_TIMEOUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "writable by group or others"));
-    put_file(path, good, len, 0600);
+    put_file(path, good, unsafe_case(dir, 3, key, path, good), 0600);
     if (geteuid() == 0) { /* root can give the file away; elsewhere this case cannot be made */
         CU_ASSERT_FATAL(chown(path, 65534, 65534) == 0);
-        CU_ASSERT_EQUAL(read_once(dir, "unsafe", 0.3, NULL), HIDET_NCCL_ERROR_TIMEOUT);
+        CU_ASSERT_EQUAL(read_once(dir, key, 0.3, NULL), HIDET_NCCL_ERROR_TIMEOUT);
         CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "owned by uid 65534"));
     } else {
         printf("\n  (not root: the other-owner case is not made here)\n");
@@ -339,6 +548,12 @@ static void test_unsafe_files_refused(void) {
     CU_ASSERT_EQUAL(read_once(open_dir, "unsafe", 0.3, NULL), HIDET_NCCL_ERROR_BOOTSTRAP);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "without the sticky bit"));
     chmod(open_dir, 01777); /* like /tmp: fine */
+    CU_ASSERT_EQUAL(read_once(open_dir, "unsafe", 0.2, NULL), HIDET_NCCL_ERROR_TIMEOUT);
+    /* Issue 15, item 15: writable by its group without the sticky bit: refused the same way. */
+    chmod(open_dir, 0770);
+    CU_ASSERT_EQUAL(read_once(open_dir, "unsafe", 0.3, NULL), HIDET_NCCL_ERROR_BOOTSTRAP);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "writable by its group without the sticky bit (mode 0770)"));
+    chmod(open_dir, 01770);
     CU_ASSERT_EQUAL(read_once(open_dir, "unsafe", 0.2, NULL), HIDET_NCCL_ERROR_TIMEOUT);
 }
 
@@ -445,6 +660,11 @@ int main(int argc, char **argv) {
         {"6: readers that never come", test_readers_never_come},
         {"7: unsafe files and directories refused", test_unsafe_files_refused},
         {"8: after a crashed root", test_after_crashed_root},
+        {"a reader that gave up fails the round on the root", test_reader_gave_up},
+        {"two answers to one claim collide", test_two_answers_collide},
+        {"two jobs with one key never swap bytes", test_same_key_jobs},
+        {"a fresh bootstrap each round", test_fresh_bootstrap_each_round},
+        {"leftovers of killed writers removed", test_killed_writers_leftovers},
         {"parameters and environment", test_bad_params},
         {NULL, NULL},
     };

@@ -15,6 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* Touch every byte the parser says is there, and every check. */
     volatile uint8_t sink = 0;
     if (m.nonce) for (size_t i = 0; i < HN_BF_NONCE; i++) sink ^= m.nonce[i];
+    if (m.root_nonce) for (size_t i = 0; i < HN_BF_NONCE; i++) sink ^= m.root_nonce[i];
     if (m.data) for (size_t i = 0; i < m.data_bytes; i++) sink ^= m.data[i];
     if (m.nonces) for (size_t i = 0; i < (size_t)HN_BF_NONCE * m.world_size; i++) sink ^= m.nonces[i];
     hidet_nccl__bf_expect(&m, HN_BF_KIND_ANNOUNCE, "key", 0, m.world_size, m.rank, why, sizeof why);
@@ -29,8 +30,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (m.kind == HN_BF_KIND_HELLO) {
         static uint8_t again[HN_BF_MAX_FILE];
-        size_t n = hidet_nccl__bf_encode_hello(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce, m.data,
-                                               m.data_bytes);
+        size_t n = hidet_nccl__bf_encode_hello(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce,
+                                               m.root_nonce, m.data, m.data_bytes);
+        if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
+    }
+    if (m.kind == HN_BF_KIND_CLAIM) {
+        uint8_t again[HN_BF_HEADER + HN_BF_CLAIM_BODY + 4];
+        size_t n = hidet_nccl__bf_encode_claim(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce,
+                                               m.expiry_ms, m.pid, m.flags, m.host);
         if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
     }
     return 0;

@@ -1,0 +1,161 @@
+/* The root's claim on a round of the shared-file bootstrap (file_claim_int.h). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap_file/file_claim_int.h"
+#include "bootstrap_file/file_io_int.h"
+
+#define WHY(...) (snprintf(why, why_bytes, __VA_ARGS__), -1)
+#define CLAIM_FILE (HN_BF_HEADER + HN_BF_CLAIM_BODY + 4)
+
+static uint64_t unix_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void this_host(char host[HN_BF_HOST_BYTES + 1]) {
+    if (gethostname(host, HN_BF_HOST_BYTES) != 0) host[0] = '\0';
+    host[HN_BF_HOST_BYTES] = '\0';
+}
+
+static int same_file(const struct stat *a, const struct stat *b) {
+    return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Reads the round's claim into *m (its bytes in *data, freed by the caller). 1 read, 0 none,
+ * -1 refused or not this round's claim (why). */
+static int read_claim(const hn_bf_claim_t *c, uint8_t **data, hidet_nccl__bf_msg_t *m, char *why, size_t why_bytes) {
+    size_t len = 0;
+    *data = NULL;
+    int got = hidet_nccl__bf_read(c->path, CLAIM_FILE, CLAIM_FILE, data, &len, why, why_bytes);
+    if (got <= 0) return got;
+    char inner[384];
+    if (hidet_nccl__bf_parse(*data, len, m, inner, sizeof inner) != 0 ||
+        hidet_nccl__bf_expect(m, HN_BF_KIND_CLAIM, c->key, c->seq, c->world, c->root, inner, sizeof inner) != 0)
+        return WHY("%s: %s; refused", c->path, inner);
+    return 1;
+}
+
+/* A claim nobody holds any more: past its expiry, or of a process of this host that is gone. */
+static int stale(const hidet_nccl__bf_msg_t *m) {
+    if (m->expiry_ms < unix_ms()) return 1;
+    char host[HN_BF_HOST_BYTES + 1];
+    this_host(host);
+    return strcmp(host, m->host) == 0 &&
+           ((pid_t)m->pid == getpid() || (kill((pid_t)m->pid, 0) != 0 && errno == ESRCH));
+}
+
+static void describe(const hidet_nccl__bf_msg_t *m, char *out, size_t n) {
+    long long left = (long long)m->expiry_ms - (long long)unix_ms();
+    snprintf(out, n, "pid %u on host '%s', held for %.1f s more", m->pid, m->host, left > 0 ? (double)left / 1e3 : 0.0);
+}
+
+int hidet_nccl__bf_claim_take(hn_bf_claim_t *c, double hold_s, char *why, size_t why_bytes) {
+    uint8_t file[CLAIM_FILE];
+    char host[HN_BF_HOST_BYTES + 1];
+    this_host(host);
+    if (hidet_nccl__bf_random(c->nonce, sizeof c->nonce, why, why_bytes) != 0) return -1;
+    size_t len = hidet_nccl__bf_encode_claim(file, sizeof file, c->key, c->seq, c->world, c->root, c->nonce,
+                                             unix_ms() + (uint64_t)(hold_s * 1000), (uint32_t)getpid(), 0, host);
+    for (int attempt = 0; attempt < 4; attempt++) {
+        int put = hidet_nccl__bf_publish_new(c->path, file, len, why, why_bytes);
+        if (put < 0) return -1;
+        if (put == 0) {
+            c->have = lstat(c->path, &c->seen) == 0;
+            return c->have ? 0 : WHY("%s vanished as it was put", c->path);
+        }
+        uint8_t *data;
+        hidet_nccl__bf_msg_t m;
+        char inner[512];
+        int got = read_claim(c, &data, &m, inner, sizeof inner);
+        if (got == 1 && !stale(&m)) {
+            char who[160];
+            describe(&m, who, sizeof who);
+            free(data);
+            hidet_nccl__bf_claim_mark(c);
+            snprintf(why, why_bytes,
+                     "%s is claimed by another live root (%s): two jobs use job key '%s' in this directory at once; "
+                     "both fail. Give each job its own key", c->path, who, c->key);
+            return HN_BF_COLLIDED;
+        }
+        free(data);
+        struct stat st;
+        if (got != 0 && (lstat(c->path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()))
+            return WHY("%s (%s)", got < 0 ? inner : "a stale claim", "not this user's regular file; refused");
+        unlink(c->path); /* stale, torn or of an older format: this user's, and nobody holds it */
+    }
+    return WHY("could not claim %s: it came back four times", c->path);
+}
+
+int hidet_nccl__bf_claim_held(hn_bf_claim_t *c, char *why, size_t why_bytes) {
+    struct stat st = {0};
+    if (lstat(c->path, &st) == 0 && same_file(&st, &c->seen)) return 0;
+    uint8_t *data;
+    hidet_nccl__bf_msg_t m;
+    char inner[512];
+    int got = read_claim(c, &data, &m, inner, sizeof inner);
+    int ours = got == 1 && memcmp(m.nonce, c->nonce, HN_BF_NONCE) == 0;
+    int collided = got == 1 && (m.flags & HN_BF_CLAIM_COLLIDED);
+    free(data);
+    if (ours && !collided && lstat(c->path, &st) == 0) { /* rewritten as it was (a touch): still ours */
+        c->seen = st;
+        return 0;
+    }
+    snprintf(why, why_bytes,
+             "this round's claim %s was %s by another process: two jobs use job key '%s' in this directory at once "
+             "(or someone removes the job's files); both fail. Give each job its own key",
+             c->path, got == 0 ? "removed" : collided ? "found taken" : "replaced", c->key);
+    return HN_BF_COLLIDED;
+}
+
+int hidet_nccl__bf_claim_look(hn_bf_claim_t *c, char *why, size_t why_bytes) {
+    struct stat st;
+    if (lstat(c->path, &st) != 0) return 0;
+    if (c->have && same_file(&st, &c->seen)) return 0;
+    uint8_t *data;
+    hidet_nccl__bf_msg_t m;
+    int got = read_claim(c, &data, &m, why, why_bytes);
+    if (got <= 0) return got;
+    int rc = 0;
+    if (m.flags & HN_BF_CLAIM_COLLIDED) {
+        char who[160];
+        describe(&m, who, sizeof who);
+        rc = HN_BF_COLLIDED;
+        snprintf(why, why_bytes,
+                 "this round's claim %s (root %s) is marked collided: two jobs use job key '%s' in this directory "
+                 "at once; both fail. Give each job its own key", c->path, who, c->key);
+    } else if (!stale(&m) && (!c->have || memcmp(m.nonce, c->nonce, HN_BF_NONCE) != 0)) {
+        memcpy(c->nonce, m.nonce, HN_BF_NONCE);
+        c->have = 1;
+        rc = 1;
+    }
+    c->seen = st; /* a stale claim is not looked at again until it changes */
+    free(data);
+    return rc;
+}
+
+void hidet_nccl__bf_claim_mark(const hn_bf_claim_t *c) {
+    uint8_t *data, file[CLAIM_FILE];
+    hidet_nccl__bf_msg_t m;
+    char why[512];
+    if (read_claim(c, &data, &m, why, sizeof why) == 1 && !(m.flags & HN_BF_CLAIM_COLLIDED)) {
+        size_t len = hidet_nccl__bf_encode_claim(file, sizeof file, c->key, c->seq, c->world, c->root, m.nonce,
+                                                 m.expiry_ms, m.pid, m.flags | HN_BF_CLAIM_COLLIDED, m.host);
+        hidet_nccl__bf_publish(c->path, file, len, why, sizeof why);
+    }
+    free(data);
+}
+
+void hidet_nccl__bf_claim_drop(hn_bf_claim_t *c) {
+    char why[512];
+    if (c->have && hidet_nccl__bf_claim_held(c, why, sizeof why) == 0) unlink(c->path);
+    c->have = 0;
+}
