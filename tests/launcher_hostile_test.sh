@@ -51,6 +51,36 @@ mkdir -m 0700 "$tmp/private_parent"
 "$run" -n 2 --rendezvous-dir "$tmp/private_parent" /bin/true
 check "no swap: the rendezvous directory is gone" [ -z "$(ls -A "$tmp/private_parent")" ]
 
+# 1 and 2 again with a real second user (made here when this runs as root, as in CI): the
+# neighbour plants the link and swaps the directory from outside the job.
+if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then
+    id hnneighbour >/dev/null 2>&1 || useradd --no-create-home --shell /usr/sbin/nologin hnneighbour
+    as_neighbour() { runuser -u hnneighbour -- "$@"; }
+    shared=$(mktemp -d /tmp/hidet-nccl-hostile.XXXXXX) # the neighbour cannot reach TEST_TMPDIR under /root
+    chmod 0755 "$shared"
+    mkdir -m 1777 "$shared/logs"
+    echo victim >"$shared/victim.txt"
+    as_neighbour ln -s "$shared/victim.txt" "$shared/logs/rank.0.log"
+    "$run" -n 1 --output-dir "$shared/logs" /bin/echo overwritten >"$tmp/out1u.log" 2>&1
+    rc=$?
+    check "second user's link: refused (exit $rc)" [ "$rc" -ne 0 ]
+    check "second user's link: its target untouched" [ "$(cat "$shared/victim.txt")" = victim ]
+    mkdir -m 0777 "$shared/parent"
+    mkdir "$shared/victim_dir"
+    echo precious >"$shared/victim_dir/data.txt"
+    "$run" -n 1 --rendezvous-dir "$shared/parent" sleep 2 >"$tmp/out2u.log" 2>&1 &
+    launcher=$!
+    for _ in $(seq 100); do ls "$shared/parent" | grep -q hidet-nccl && break; sleep 0.05; done
+    private=$(ls -d "$shared"/parent/hidet-nccl-* | head -1)
+    as_neighbour sh -c "mv '$private' '$private.moved' && ln -s '$shared/victim_dir' '$private'"
+    check "second user's swap: made" [ -L "$private" ]
+    wait $launcher
+    check "second user's swap: the victim's file survives" [ -f "$shared/victim_dir/data.txt" ]
+    rm -rf "$shared"
+else
+    echo "(not root: the second-user cases are not made here; the rank makes the neighbour's moves above)"
+fi
+
 # 3 and 4. A rank that exits leaving a child that holds its output open (--tag-output): the
 # launcher ends after the grace period and the child is gone with it; without tagging, the
 # child of a rank that exits 0 is ended too.
