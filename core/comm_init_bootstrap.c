@@ -32,9 +32,11 @@ typedef struct {
 
 static hidet_nccl_status_t check_placement(hidet_nccl_bootstrap_h bs, int rank, int size, int device,
                                            double timeout) {
-    placement_t mine;
+    placement_t mine; /* the host as NCCL tells hosts apart: NCCL_HOSTID, else the host name */
     memset(&mine, 0, sizeof mine);
-    gethostname(mine.host, sizeof mine.host - 1);
+    const char *host_id = hidet_nccl__setting_str(HN_SETTING_NCCL_HOSTID);
+    if (host_id != NULL) snprintf(mine.host, sizeof mine.host, "%s", host_id);
+    else gethostname(mine.host, sizeof mine.host - 1);
     cudaError_t e = cudaDeviceGetPCIBusId(mine.bus_id, sizeof mine.bus_id, device);
     if (e != cudaSuccess) return hidet_nccl__cuda_fail(__func__, "cudaDeviceGetPCIBusId", e);
     placement_t *all = calloc((size_t)size, sizeof *all);

@@ -64,6 +64,9 @@ static const struct {
     [HN_SETTING_RANKS_PER_ROOT] = {"HIDET_NCCL_RANKS_PER_ROOT", KIND_INT, "128", 1, 1 << 30,
                                    "ranks per root of a communicator's init: more ranks than this, and init uses "
                                    "ceil(n / this) roots (ncclCommInitRankScalable, NCCL 2.23)"},
+    [HN_SETTING_NCCL_HOSTID] = {"NCCL_HOSTID", KIND_STRING, NULL, 0, 0,
+                                "NCCL's host identity (else the host name): two ranks on one GPU of one host are "
+                                "refused, as NCCL refuses them"},
 };
 
 /* The launchers' rank variables, in the order they are trusted: the innermost launcher

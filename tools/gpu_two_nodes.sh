@@ -3,7 +3,8 @@
 # (CUDA_VISIBLE_DEVICES), P2P and SHM are off and NCCL talks NET/Socket over lo; NCCL then sees
 # nNodes 2. The exact all_reduce checks run through every bootstrap: MPI, PMIx under mpirun (a
 # program without MPI), the shared-file bootstrap and the socket rendezvous (two hidet-nccl-run
-# invocations, one per node), and scalable init (every rank a root).
+# invocations, one per node), and scalable init (every rank a root). On a 1-GPU host both fake
+# nodes share the GPU (told apart by NCCL_HOSTID, as NCCL does).
 #   two_nodes.sh            in a bundle made by tools/make_gpu_bundle.sh; logs in $LOG_DIR (./gpu_logs)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,8 +29,13 @@ judge() { # name: passes if the log shows two nodes over the network and no fail
     fi
     grep -E "nNodes|via NET|checks|OK|FAILED|roots|hidet_nccl:" "$log" | sort -u | head -12
 }
-# One fake node per MPI rank: its GPU and its host id.
-node_env='export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_RANK NCCL_HOSTID=fakenode$OMPI_COMM_WORLD_RANK; exec "$0"'
+# One fake node per MPI rank: its GPU and its host id. On a host with one GPU both fake nodes
+# share it: NCCL (and the library's placement check) tell them apart by NCCL_HOSTID.
+ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+[ "$ngpus" -ge 1 ] || { echo "no GPU"; exit 1; }
+gpu1=$((1 % ngpus))
+node_env="export CUDA_VISIBLE_DEVICES=\$((OMPI_COMM_WORLD_RANK % $ngpus)) NCCL_HOSTID=fakenode\$OMPI_COMM_WORLD_RANK; exec \"\$0\""
+echo "two fake nodes on $ngpus GPU(s): node 0 on GPU 0, node 1 on GPU $gpu1"
 mpirun "${mpirun_args[@]}" bash -c "$node_env" "$bin/mpi_gpu_test" >"$logs/two_nodes_mpi.log" 2>&1
 judge two_nodes_mpi
 mpirun "${mpirun_args[@]}" bash -c "$node_env" "$bin/launcher_gpu_test" >"$logs/two_nodes_pmix.log" 2>&1
@@ -37,7 +43,7 @@ judge two_nodes_pmix
 two_launchers() { # name, launcher options...: node 1 in the background, node 0 here
     local name=$1
     shift
-    CUDA_VISIBLE_DEVICES=1 NCCL_HOSTID=fakenode1 "$bin/hidet-nccl-run" --nnodes 2 --node-rank 1 -n 1 "$@" \
+    CUDA_VISIBLE_DEVICES=$gpu1 NCCL_HOSTID=fakenode1 "$bin/hidet-nccl-run" --nnodes 2 --node-rank 1 -n 1 "$@" \
         "$bin/launcher_gpu_test" >"$logs/$name.node1.log" 2>&1 &
     local node1=$!
     CUDA_VISIBLE_DEVICES=0 NCCL_HOSTID=fakenode0 "$bin/hidet-nccl-run" --nnodes 2 --node-rank 0 -n 1 "$@" \
