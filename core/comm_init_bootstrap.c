@@ -151,20 +151,26 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
     HN_CHECK(hidet_nccl__nccl(&n));
     int device;
     HN_CHECK(hidet_nccl__select_device(opt.device, local_rank, &device));
+    double placed = hidet_nccl__now();
     HN_CHECK(check_placement(bs, rank, size, device, timeout));
+    double checked = hidet_nccl__now();
 
     int nroots = 1;
     HN_CHECK(root_count(n, size, &nroots));
     ncclUniqueId *ids = calloc((size_t)nroots, sizeof *ids);
     if (ids == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ids", nroots);
     hidet_nccl_status_t st = nroots == 1 ? one_root(n, bs, rank, timeout, ids) : many_roots(n, bs, rank, size, nroots, timeout, ids);
-    double remaining = timeout - (hidet_nccl__now() - start);
+    double spread = hidet_nccl__now();
+    double remaining = timeout - (spread - start);
     if (remaining < 1) remaining = 1;
     if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__init_rank(size, ids, nroots, rank, remaining, comm_id);
     free(ids);
     if (st != HIDET_NCCL_SUCCESS) return st;
-    HN_INFO("comm_init through bootstrap '%s': rank %d of %d on GPU %d ready in %.3f s (id %d, %d root%s)", bs->ops.name,
-            rank, size, device, hidet_nccl__now() - start, *comm_id, nroots, nroots > 1 ? "s" : "");
+    double end = hidet_nccl__now();
+    HN_INFO("comm_init through bootstrap '%s': rank %d of %d on GPU %d ready in %.3f s (id %d, %d root%s): rank and "
+            "GPU %.2f ms, placement check %.2f ms, ids %.2f ms, NCCL init %.2f ms",
+            bs->ops.name, rank, size, device, end - start, *comm_id, nroots, nroots > 1 ? "s" : "",
+            (placed - start) * 1e3, (checked - placed) * 1e3, (spread - checked) * 1e3, (end - spread) * 1e3);
     return HIDET_NCCL_SUCCESS;
 }
 
