@@ -139,11 +139,16 @@ hidet_nccl_status_t hidet_nccl_op_from_name(const char *name, hidet_nccl_op_t *o
 
 hidet_nccl_status_t hidet_nccl__reduction(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
                                           hidet_nccl_reduction_t *out) {
+    return hidet_nccl__reduction_for("all_reduce", dtype, op, out);
+}
+
+hidet_nccl_status_t hidet_nccl__reduction_for(const char *what, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
+                                              hidet_nccl_reduction_t *out) {
     CHECK_DTYPE(dtype);
     CHECK_OP(op);
     const dtype_row_t *row = &k_dtypes[dtype];
     if ((row->ops & OP_BIT(op)) == 0)
-        return HN_FAIL(HIDET_NCCL_ERROR_UNSUPPORTED, "all_reduce of %s with op %s is not supported: %s",
+        return HN_FAIL(HIDET_NCCL_ERROR_UNSUPPORTED, "%s of %s with op %s is not supported: %s", what,
                        row->name, k_ops[op].name, row->why);
     out->nccl_dtype = row->nccl;
     out->nccl_op = k_ops[op].nccl;
@@ -163,12 +168,17 @@ hidet_nccl_status_t hidet_nccl_reduction(hidet_nccl_dtype_t dtype, hidet_nccl_op
 hidet_nccl_status_t hidet_nccl__plan(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, size_t count,
                                      int nccl_version, hidet_nccl_reduction_t *red,
                                      size_t *nccl_count) {
-    HN_CHECK(hidet_nccl__reduction(dtype, op, red));
+    return hidet_nccl__plan_for("all_reduce", dtype, op, count, nccl_version, red, nccl_count);
+}
+
+hidet_nccl_status_t hidet_nccl__plan_for(const char *what, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, size_t count,
+                                         int nccl_version, hidet_nccl_reduction_t *red, size_t *nccl_count) {
+    HN_CHECK(hidet_nccl__reduction_for(what, dtype, op, red));
     if (nccl_version < red->min_nccl_version) {
         const char *feature = k_ops[op].min_version > k_dtypes[dtype].min_version ? k_ops[op].name
                                                                                    : k_dtypes[dtype].name;
         return HN_FAIL(HIDET_NCCL_ERROR_UNSUPPORTED,
-                       "all_reduce of %s with op %s needs NCCL %d.%d or newer for %s; the loaded NCCL is %d.%d.%d",
+                       "%s of %s with op %s needs NCCL %d.%d or newer for %s; the loaded NCCL is %d.%d.%d", what,
                        k_dtypes[dtype].name, k_ops[op].name, red->min_nccl_version / 10000,
                        red->min_nccl_version / 100 % 100, feature, hidet_nccl__version_major(nccl_version),
                        hidet_nccl__version_minor(nccl_version), hidet_nccl__version_patch(nccl_version));
@@ -180,6 +190,24 @@ hidet_nccl_status_t hidet_nccl__plan(hidet_nccl_dtype_t dtype, hidet_nccl_op_t o
     *nccl_count = count * red->count_multiplier;
     return HIDET_NCCL_SUCCESS;
 }
+
+hidet_nccl_status_t hidet_nccl__movement(hidet_nccl_dtype_t dtype, ncclDataType_t *type, size_t *mult) {
+    CHECK_DTYPE(dtype);
+    switch (k_dtypes[dtype].size) { /* unsigned words of the same width: copied, never converted */
+        case 1: *type = ncclUint8, *mult = 1; break;
+        case 2: *type = ncclUint8, *mult = 2; break; /* NCCL has no 16-bit integer type */
+        case 4: *type = ncclUint32, *mult = 1; break;
+        case 8: *type = ncclUint64, *mult = 1; break;
+        default: *type = ncclUint64, *mult = k_dtypes[dtype].size / 8; break; /* complex128 */
+    }
+    return HIDET_NCCL_SUCCESS;
+}
+
+int hidet_nccl__sum_allowed(hidet_nccl_dtype_t dtype) {
+    return dtype_ok(dtype) && (k_dtypes[dtype].ops & OP_BIT(HIDET_NCCL_SUM)) != 0;
+}
+
+const char *hidet_nccl__dtype_str(hidet_nccl_dtype_t dtype) { return dtype_ok(dtype) ? k_dtypes[dtype].name : "?"; }
 
 size_t hidet_nccl__nccl_type_size(ncclDataType_t t) {
     switch (t) {

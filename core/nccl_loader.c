@@ -57,6 +57,12 @@ static const struct {
     {"ncclCommUserRank", offsetof(hn_nccl_t, CommUserRank), 1},
     {"ncclCommGetAsyncError", offsetof(hn_nccl_t, CommGetAsyncError), 1},
     {"ncclAllReduce", offsetof(hn_nccl_t, AllReduce), 1},
+    {"ncclBroadcast", offsetof(hn_nccl_t, Broadcast), 1},
+    {"ncclReduce", offsetof(hn_nccl_t, Reduce), 1},
+    {"ncclAllGather", offsetof(hn_nccl_t, AllGather), 1},
+    {"ncclReduceScatter", offsetof(hn_nccl_t, ReduceScatter), 1},
+    {"ncclSend", offsetof(hn_nccl_t, Send), 1},
+    {"ncclRecv", offsetof(hn_nccl_t, Recv), 1},
     {"ncclGroupStart", offsetof(hn_nccl_t, GroupStart), 1},
     {"ncclGroupEnd", offsetof(hn_nccl_t, GroupEnd), 1},
     {"ncclGetErrorString", offsetof(hn_nccl_t, GetErrorString), 1},
@@ -65,6 +71,11 @@ static const struct {
     {"ncclCommSplit", offsetof(hn_nccl_t, CommSplit), 0},
     {"ncclGetLastError", offsetof(hn_nccl_t, GetLastError), 0},
     {"ncclCommInitRankScalable", offsetof(hn_nccl_t, CommInitRankScalable), 0},
+    {"ncclRedOpCreatePreMulSum", offsetof(hn_nccl_t, RedOpCreatePreMulSum), 0},
+    {"ncclRedOpDestroy", offsetof(hn_nccl_t, RedOpDestroy), 0},
+    {"ncclAlltoAll", offsetof(hn_nccl_t, AlltoAll), 0},
+    {"ncclGather", offsetof(hn_nccl_t, Gather), 0},
+    {"ncclScatter", offsetof(hn_nccl_t, Scatter), 0},
 };
 
 /* Fills t from handle; on a missing required symbol returns its name. */

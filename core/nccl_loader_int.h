@@ -7,7 +7,7 @@
 #include "hidet_nccl/hidet_nccl.h"
 
 typedef struct {
-    /* Required: present in every NCCL 2.x this library supports (2.7 and newer). */
+    /* Required: present in every NCCL 2.x this library supports (2.7 and newer: send/recv). */
     ncclResult_t (*GetVersion)(int *version);
     ncclResult_t (*GetUniqueId)(ncclUniqueId *id);
     ncclResult_t (*CommInitRank)(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank);
@@ -20,6 +20,18 @@ typedef struct {
     ncclResult_t (*AllReduce)(const void *sendbuff, void *recvbuff, size_t count,
                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                               cudaStream_t stream);
+    ncclResult_t (*Broadcast)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+                              ncclComm_t comm, cudaStream_t stream);
+    ncclResult_t (*Reduce)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+    ncclResult_t (*AllGather)(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
+                              ncclComm_t comm, cudaStream_t stream);
+    ncclResult_t (*ReduceScatter)(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+    ncclResult_t (*Send)(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                         cudaStream_t stream);
+    ncclResult_t (*Recv)(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                         cudaStream_t stream);
     ncclResult_t (*GroupStart)(void);
     ncclResult_t (*GroupEnd)(void);
     const char *(*GetErrorString)(ncclResult_t result);
@@ -32,6 +44,15 @@ typedef struct {
     const char *(*GetLastError)(ncclComm_t comm);                              /* 2.13 */
     ncclResult_t (*CommInitRankScalable)(ncclComm_t *comm, int nranks, int rank, int nids, ncclUniqueId *ids,
                                          ncclConfig_t *config);                /* 2.23 */
+    ncclResult_t (*RedOpCreatePreMulSum)(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
+                                         ncclScalarResidence_t residence, ncclComm_t comm); /* 2.11 */
+    ncclResult_t (*RedOpDestroy)(ncclRedOp_t op, ncclComm_t comm);             /* 2.11 */
+    ncclResult_t (*AlltoAll)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                             ncclComm_t comm, cudaStream_t stream);            /* 2.28 */
+    ncclResult_t (*Gather)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+                           ncclComm_t comm, cudaStream_t stream);              /* 2.28 */
+    ncclResult_t (*Scatter)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+                            ncclComm_t comm, cudaStream_t stream);             /* 2.28 */
     /* Filled by the loader. */
     int version;      /* normalized: X*10000 + Y*100 + Z */
     char path[4096];  /* where it was loaded from */

@@ -67,6 +67,9 @@ static const struct {
     [HN_SETTING_NCCL_HOSTID] = {"NCCL_HOSTID", KIND_STRING, NULL, 0, 0,
                                 "NCCL's host identity (else the host name): two ranks on one GPU of one host are "
                                 "refused, as NCCL refuses them"},
+    [HN_SETTING_GROUPED_P2P] = {"HIDET_NCCL_GROUPED_P2P", KIND_BOOL, "0", 0, 1,
+                                "1: all_to_all, gather and scatter as grouped send/recv even where NCCL has them "
+                                "(ncclAlltoAll, ncclGather, ncclScatter: 2.28)"},
 };
 
 /* The launchers' rank variables, in the order they are trusted: the innermost launcher

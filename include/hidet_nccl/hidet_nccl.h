@@ -1,9 +1,9 @@
 /*
- * hidet-nccl: NCCL communicators and a dtype-mapped all_reduce for HPC codes.
+ * hidet-nccl: NCCL communicators and dtype-mapped collectives for HPC codes.
  *
  * Model: a bootstrap (or your own ncclUniqueId) gives a communicator, which the library
- * keeps in a process-wide registry under an integer id; all_reduce takes that id, a
- * hidet data type and a reduction op.
+ * keeps in a process-wide registry under an integer id; the collectives take that id, a
+ * hidet data type and, for reductions, an op.
  *
  * Every function returns a hidet_nccl_status_t. On failure, hidet_nccl_last_error()
  * returns a message for the calling thread that says what failed, with the values
@@ -266,9 +266,10 @@ hidet_nccl_status_t hidet_nccl_finalize(void);
 
 /* ---------------------------------------------------------------- collectives */
 
-/* ncclGroupStart/ncclGroupEnd, for one thread driving several GPUs: every all_reduce (and
- * split, init) between them is launched together. group_end waits, up to the timeout,
- * for the communicators used in the group to be ready. Groups nest. */
+/* ncclGroupStart/ncclGroupEnd, for one thread driving several GPUs, or for sends and
+ * receives that must run together: every collective (and split, init) between them is
+ * launched together. group_end waits, up to the timeout, for the communicators used in the
+ * group to be ready. Groups nest. */
 hidet_nccl_status_t hidet_nccl_group_start(void);
 hidet_nccl_status_t hidet_nccl_group_end(void);
 
@@ -281,6 +282,79 @@ hidet_nccl_status_t hidet_nccl_group_end(void);
 hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, void *recvbuff,
                                           size_t count, hidet_nccl_dtype_t dtype,
                                           hidet_nccl_op_t op, cudaStream_t stream);
+
+/*
+ * The rest of NCCL's collectives, on the same communicator ids and data types. The same
+ * promises as all_reduce: every argument is checked before NCCL is touched (a root or peer
+ * out of range, a byte count that overflows size_t, buffers that overlap other than the
+ * in-place way NCCL defines), nothing synchronizes the host or allocates, each can be
+ * captured in a CUDA graph, and each works between group_start and group_end.
+ *
+ * Data types: the reductions (reduce, reduce_scatter) follow all_reduce's table
+ * (hidet_nccl_reduction: complex sum/avg as twice as many reals; bool only max/min; int16
+ * refused, with the reason). Data movement (the others) takes every dtype and moves it byte
+ * for byte, as an NCCL type of the same width (complex, bool, tfloat32, int16, and fp8 on an
+ * NCCL without fp8 included). Counts are counts of `dtype` elements, as NCCL's own calls
+ * take them; count 0 is a successful no-op (buffers may then be NULL).
+ */
+
+/* recvbuff on every rank = sendbuff of root (count elements). sendbuff is read on root only;
+ * sendbuff == recvbuff is in place. */
+hidet_nccl_status_t hidet_nccl_broadcast(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
+                                         hidet_nccl_dtype_t dtype, int root, cudaStream_t stream);
+/* recvbuff on root = op over ranks of sendbuff (count elements); recvbuff is written on root
+ * only. sendbuff == recvbuff is in place. */
+hidet_nccl_status_t hidet_nccl_reduce(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
+                                      hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, int root,
+                                      cudaStream_t stream);
+/* recvbuff[r * sendcount ...] = sendbuff of rank r, for every rank r (recvbuff holds
+ * nranks * sendcount). In place: sendbuff == recvbuff + rank * sendcount. */
+hidet_nccl_status_t hidet_nccl_all_gather(int comm_id, const void *sendbuff, void *recvbuff, size_t sendcount,
+                                          hidet_nccl_dtype_t dtype, cudaStream_t stream);
+/* recvbuff (recvcount elements) on rank r = op over ranks of block r of sendbuff (sendbuff
+ * holds nranks * recvcount). In place: recvbuff == sendbuff + rank * recvcount. */
+hidet_nccl_status_t hidet_nccl_reduce_scatter(int comm_id, const void *sendbuff, void *recvbuff, size_t recvcount,
+                                              hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, cudaStream_t stream);
+/* Block j of sendbuff (count elements each, nranks blocks) goes to rank j, landing there as
+ * block r of recvbuff, r the sender. Not in place (the buffers must not overlap). NCCL's
+ * ncclAlltoAll (2.28) where the loaded NCCL has it, else grouped send/recv. */
+hidet_nccl_status_t hidet_nccl_all_to_all(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
+                                          hidet_nccl_dtype_t dtype, cudaStream_t stream);
+/* recvbuff[r * count ...] on root = sendbuff of rank r; recvbuff is used on root only. In
+ * place: sendbuff == recvbuff + root * count on root. ncclGather (2.28) or grouped send/recv. */
+hidet_nccl_status_t hidet_nccl_gather(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
+                                      hidet_nccl_dtype_t dtype, int root, cudaStream_t stream);
+/* recvbuff on rank r = sendbuff[r * count ...] of root; sendbuff is read on root only. In
+ * place: recvbuff == sendbuff + root * count on root. ncclScatter (2.28) or grouped send/recv. */
+hidet_nccl_status_t hidet_nccl_scatter(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
+                                       hidet_nccl_dtype_t dtype, int root, cudaStream_t stream);
+/* Point to point: count elements to / from rank peer, which makes the matching call with the
+ * same count and dtype. Several sends and receives between group_start and group_end run
+ * together (a halo exchange); a peer may be this rank itself only within a group (a send and
+ * its receive in the same group), as NCCL requires. */
+hidet_nccl_status_t hidet_nccl_send(int comm_id, const void *sendbuff, size_t count, hidet_nccl_dtype_t dtype,
+                                    int peer, cudaStream_t stream);
+hidet_nccl_status_t hidet_nccl_recv(int comm_id, void *recvbuff, size_t count, hidet_nccl_dtype_t dtype, int peer,
+                                    cudaStream_t stream);
+/* Stream-ordered barrier: the work queued on stream after it starts on a rank only once every
+ * rank has queued theirs before it (an all_reduce of one value in a device buffer the
+ * communicator keeps). The host does not wait: call hidet_nccl_comm_wait for that. */
+hidet_nccl_status_t hidet_nccl_barrier(int comm_id, cudaStream_t stream);
+
+/*
+ * A scaled sum: op(x over ranks) = sum over ranks of scalar * x (NCCL's PreMulSum; with
+ * scalar 1/nranks, an average of any float type, or a scaled gradient sum). The op belongs
+ * to one communicator and one dtype: all_reduce, reduce and reduce_scatter of that
+ * communicator and dtype accept it in place of a hidet_nccl_op_t. scalar points to one value
+ * of dtype (of its real part type for complex: float32 for complex64), in host memory (read
+ * now: scalar_on_device 0) or device memory (read when each collective runs:
+ * scalar_on_device 1, so it may change between calls and inside a graph). Needs NCCL 2.11.
+ * bool and int16/uint16 are refused. Destroy it before its communicator; destroying the
+ * communicator destroys its ops.
+ */
+hidet_nccl_status_t hidet_nccl_op_premul_sum(int comm_id, hidet_nccl_dtype_t dtype, const void *scalar,
+                                             int scalar_on_device, hidet_nccl_op_t *op);
+hidet_nccl_status_t hidet_nccl_op_destroy(int comm_id, hidet_nccl_op_t op);
 
 #ifdef __cplusplus
 }

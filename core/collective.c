@@ -1,0 +1,123 @@
+/* What every collective shares (core/collective_int.h). */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/collective_int.h"
+#include "core/dtype_int.h"
+#include "core/error_int.h"
+#include "core/group_int.h"
+#include "core/health_int.h"
+#include "core/registry_int.h"
+#include "core/settings_int.h"
+#include "core/wait_int.h"
+
+hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, hn_coll_t *c) {
+    *c = (hn_coll_t){comm_id, NULL, NULL, name, -1, -1};
+    int nranks = 0;
+    HN_CHECK(hidet_nccl__registry_lookup(comm_id, &c->comm, NULL, &nranks));
+    if (nranks > 0) c->nranks = nranks; /* known for an owned communicator */
+    c->n = hidet_nccl__nccl_loaded(); /* a registered communicator implies a loaded NCCL */
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
+    ncclResult_t r = c->nranks > 0 ? ncclSuccess : c->n->CommCount(c->comm, &c->nranks);
+    if (r == ncclSuccess) r = c->n->CommUserRank(c->comm, &c->rank);
+    if (r != ncclSuccess) {
+        char call[96];
+        snprintf(call, sizeof call, "ncclCommCount/ncclCommUserRank (communicator id %d)", c->id);
+        return hidet_nccl__nccl_fail(c->name, call, r, c->comm);
+    }
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* count * blocks elements of elem_bytes each, and count * mult NCCL elements, fit size_t. */
+static hidet_nccl_status_t sizes(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count, size_t blocks,
+                                 size_t mult, size_t elem_bytes, const char *what, size_t *nccl_count, size_t *bytes) {
+    if (blocks == 0) blocks = 1;
+    if (count > SIZE_MAX / elem_bytes / blocks)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                       "%s: %s %zu of %s (%zu bytes each)%s overflows size_t bytes", c->name, what, count,
+                       hidet_nccl__dtype_str(dtype), elem_bytes, blocks > 1 ? " times the number of ranks" : "");
+    *nccl_count = count * mult;
+    *bytes = count * elem_bytes;
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__move_plan(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count, size_t blocks,
+                                          const char *what, ncclDataType_t *type, size_t *nccl_count, size_t *bytes) {
+    size_t mult;
+    HN_CHECK(hidet_nccl__movement(dtype, type, &mult));
+    return sizes(c, dtype, count, blocks, mult, mult * hidet_nccl__nccl_type_size(*type), what, nccl_count, bytes);
+}
+
+hidet_nccl_status_t hidet_nccl__reduce_plan(const hn_coll_t *c, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
+                                            size_t count, size_t blocks, hidet_nccl_reduction_t *red,
+                                            size_t *nccl_count, size_t *bytes) {
+    size_t unused;
+    if (hidet_nccl__is_custom_op(op)) {
+        ncclRedOp_t nccl_op;
+        HN_CHECK(hidet_nccl__custom_op(c, dtype, op, &nccl_op));
+        HN_CHECK(hidet_nccl__plan_for(c->name, dtype, HIDET_NCCL_SUM, count, c->n->version, red, &unused));
+        red->nccl_op = nccl_op;
+    } else {
+        HN_CHECK(hidet_nccl__plan_for(c->name, dtype, op, count, c->n->version, red, &unused));
+    }
+    size_t mult = red->count_multiplier;
+    return sizes(c, dtype, count, blocks, mult, mult * hidet_nccl__nccl_type_size(red->nccl_dtype), "count",
+                 nccl_count, bytes);
+}
+
+hidet_nccl_status_t hidet_nccl__coll_rank_arg(const hn_coll_t *c, int r, const char *what) {
+    if (r < 0 || r >= c->nranks)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s %d is not a rank of communicator id %d (0 .. %d)",
+                       c->name, what, r, c->id, c->nranks - 1);
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__coll_buffer(const hn_coll_t *c, const void *ptr, const char *what, size_t count) {
+    if (ptr == NULL)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL with count %zu", c->name, what, count);
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__coll_alias(const hn_coll_t *c, const void *a, size_t a_bytes, const char *a_name,
+                                           const void *b, size_t b_bytes, const char *b_name, const void *in_place,
+                                           const char *rule) {
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    int disjoint = x + a_bytes <= y || y + b_bytes <= x;
+    if (disjoint || (in_place != NULL && a == in_place)) return HIDET_NCCL_SUCCESS;
+    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                   "%s: %s %p (%zu bytes) overlaps %s %p (%zu bytes); %s", c->name, a_name, a, a_bytes, b_name, b,
+                   b_bytes, rule);
+}
+
+hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call, size_t count,
+                                         hidet_nccl_dtype_t dtype, const char *who, int rank) {
+    if (r == ncclSuccess) {
+        if (hidet_nccl__group_depth() > 0) return hidet_nccl__group_track(c->comm);
+        return HIDET_NCCL_SUCCESS;
+    }
+    char call[192], tail[32] = "";
+    if (who != NULL) snprintf(tail, sizeof tail, ", %s %d", who, rank);
+    snprintf(call, sizeof call, "%s(communicator id %d, count %zu of %s%s)", nccl_call, c->id, count,
+             hidet_nccl__dtype_str(dtype), tail);
+    if (r != ncclInProgress) {
+        char why[160];
+        snprintf(why, sizeof why, "aborted after %.100s failed (error policy ABORT_COMM)", nccl_call);
+        return hidet_nccl__comm_failed(c->id, hidet_nccl__nccl_fail(c->name, call, r, c->comm), 0, why);
+    }
+    /* A non-blocking communicator may still be enqueuing (e.g. connecting on first use). */
+    if (hidet_nccl__group_depth() > 0) return hidet_nccl__group_track(c->comm);
+    double timeout;
+    HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
+    ncclComm_t comm = c->comm;
+    return hidet_nccl__await(c->n, &comm, 1, timeout, 0, call);
+}
+
+hidet_nccl_status_t hidet_nccl__grouped_p2p(const void *native, int *grouped) {
+    int forced = 0;
+    HN_CHECK(hidet_nccl__setting_int(HN_SETTING_GROUPED_P2P, &forced));
+    *grouped = native == NULL || forced;
+    return HIDET_NCCL_SUCCESS;
+}

@@ -1,0 +1,34 @@
+/* The recording stand-in for NCCL (tests/support/fake_nccl.c): its communicators and its log. */
+#ifndef HIDET_NCCL_TESTS_SUPPORT_FAKE_NCCL_H_
+#define HIDET_NCCL_TESTS_SUPPORT_FAKE_NCCL_H_
+
+#include <nccl.h>
+#include <stddef.h>
+
+/* What a test passes as an ncclComm_t. */
+typedef struct {
+    int nranks, rank;
+} fake_comm_t;
+
+#define FAKE_LOG_MAX 4096
+
+typedef struct {
+    char fn[32];                /* "ncclBroadcast" */
+    const void *send;
+    void *recv;
+    size_t count;               /* ncclRedOpCreatePreMulSum: the scalar's residence */
+    int type;                   /* ncclDataType_t */
+    int op;                     /* ncclRedOp_t, or -1 */
+    int rank;                   /* root or peer, or -1 */
+    ncclComm_t comm;
+    int depth;                  /* ncclGroupStart depth at the call (after a GroupStart: its own) */
+    unsigned char scalar[8];    /* ncclRedOpCreatePreMulSum with a host scalar: its bytes */
+} fake_call_t;
+
+/* The calls so far (the log) and the group depth now. */
+typedef const fake_call_t *(*fake_nccl_log_fn)(int *n, int *group_depth);
+typedef void (*fake_nccl_clear_fn)(void);
+const fake_call_t *fake_nccl_log(int *n, int *group_depth);
+void fake_nccl_clear(void);
+
+#endif
