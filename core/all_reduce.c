@@ -1,7 +1,5 @@
 /* hidet_nccl_all_reduce: argument checks, the dtype table (or a scaled sum), one ncclAllReduce. */
 #include "core/collective_int.h"
-#include "core/cuda_int.h"
-#include "core/dtype_int.h"
 #include "core/error_int.h"
 
 hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
@@ -15,12 +13,11 @@ hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, voi
     if (count == 0) return HIDET_NCCL_SUCCESS;
     HN_CHECK(hidet_nccl__coll_buffer(&c, sendbuff, "sendbuff", count));
     HN_CHECK(hidet_nccl__coll_buffer(&c, recvbuff, "recvbuff", count));
-    if (c.nranks == 1 && !hidet_nccl__is_custom_op(op)) { /* every op of one value is that value: a copy */
-        if (sendbuff == recvbuff) return HIDET_NCCL_SUCCESS;
-        cudaError_t e = cudaMemcpyAsync(recvbuff, sendbuff, bytes, cudaMemcpyDeviceToDevice, stream);
-        if (e != cudaSuccess) return hidet_nccl__cuda_fail(__func__, "cudaMemcpyAsync (one-rank all_reduce)", e);
-        return HIDET_NCCL_SUCCESS;
-    }
+    if (hidet_nccl__is_custom_op(op) && c.nranks < 0) HN_CHECK(hidet_nccl__coll_ranks(&c)); /* a borrowed one */
+    int done;
+    hidet_nccl_status_t one = hidet_nccl__one_rank_reduce(&c, op, &red, sendbuff, recvbuff, count, dtype, nccl_count,
+                                                          stream, &done);
+    if (done) return one;
     ncclResult_t r = c.n->AllReduce(sendbuff, recvbuff, nccl_count, red.nccl_dtype, red.nccl_op, c.comm, stream);
     return hidet_nccl__coll_end(&c, r, "ncclAllReduce", count, dtype, NULL, 0);
 }

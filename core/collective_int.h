@@ -47,6 +47,14 @@ hidet_nccl_status_t hidet_nccl__coll_alias(const hn_coll_t *c, const void *a, si
                                            const void *b, size_t b_bytes, const char *b_name, const void *in_place,
                                            const char *rule);
 
+/* A reduction on a communicator of one rank (needs its nranks; *done 0 otherwise): with a
+ * built-in op a copy (every op of one value is that value; NCCL refuses some on one rank, e.g.
+ * an fp8 avg), with a scaled sum the NCCL all_reduce in two parts (NCCL 2.28.9 leaves the
+ * last elements of some counts unwritten on one rank). *done 1: the result is the return. */
+hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_op_t op, const hidet_nccl_reduction_t *red,
+                                                const void *send, void *recv, size_t count, hidet_nccl_dtype_t dtype,
+                                                size_t nccl_count, cudaStream_t stream, int *done);
+
 /* After the NCCL call nccl_call ("ncclBroadcast") returned r: inside a group, the
  * communicator is tracked for group_end; ncclInProgress (a non-blocking communicator) is
  * awaited; a failure applies the communicator's error policy. The message names the call,

@@ -19,6 +19,10 @@ hidet_nccl_status_t hidet_nccl_reduce(int comm_id, const void *sendbuff, void *r
         HN_CHECK(hidet_nccl__coll_alias(&c, sendbuff, bytes, "sendbuff", recvbuff, bytes, "recvbuff", recvbuff,
                                         "in place is sendbuff == recvbuff"));
     }
+    int done;
+    hidet_nccl_status_t one = hidet_nccl__one_rank_reduce(&c, op, &red, sendbuff, recvbuff, count, dtype, nccl_count,
+                                                          stream, &done);
+    if (done) return one;
     ncclResult_t r = c.n->Reduce(sendbuff, recvbuff, nccl_count, red.nccl_dtype, red.nccl_op, root, c.comm, stream);
     return hidet_nccl__coll_end(&c, r, "ncclReduce", count, dtype, "root", root);
 }

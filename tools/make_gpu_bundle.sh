@@ -12,6 +12,7 @@ targets=(
     //tests:all_reduce_gpu_test
     //tests:mpi_gpu_test
     //tests:launcher_gpu_test
+    //tests:collectives_gpu_test
     //tests:suite_gpu_test_mpi
     //tests:suite_gpu_test_file
     //tests:peer_death_gpu_test_mpi

@@ -370,6 +370,38 @@ static void test_premul_sum(void) {
     HN_ASSERT_STATUS(hidet_nccl_op_destroy(g_id, cop), HIDET_NCCL_SUCCESS, NULL);
 }
 
+/* On one rank a scaled sum is an all_reduce made as a multiple of 4096 NCCL elements and the
+ * rest (NCCL 2.28.9 leaves the last elements of some one-rank counts unwritten). */
+static void test_one_rank_scaled_sum(void) {
+    if (!g_new) return;
+    static fake_comm_t one = {1, 0};
+    int id;
+    float two = 2;
+    hidet_nccl_op_t op, cop;
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt((ncclComm_t)(void *)&one, &id), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_op_premul_sum(id, HIDET_NCCL_FLOAT32, &two, 0, &op), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_op_premul_sum(id, HIDET_NCCL_COMPLEX64, &two, 0, &cop), HIDET_NCCL_SUCCESS, NULL);
+    char *b = g_buf;
+    int n;
+    g_clear();
+    HN_ASSERT_STATUS(hidet_nccl_all_reduce(id, b, b + 20000, 4097, HIDET_NCCL_FLOAT32, op, STREAM), HIDET_NCCL_SUCCESS,
+                     NULL);
+    const fake_call_t *c = calls(&n);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT(strcmp(c[0].fn, "ncclAllReduce") == 0 && c[0].count == 4096 && c[0].send == b && c[0].recv == b + 20000);
+    CU_ASSERT(c[1].count == 1 && c[1].send == b + 4 * 4096 && c[1].recv == b + 20000 + 4 * 4096);
+    g_clear();
+    HN_ASSERT_STATUS(hidet_nccl_reduce_scatter(id, b, b + 20000, 2049, HIDET_NCCL_COMPLEX64, cop, STREAM),
+                     HIDET_NCCL_SUCCESS, NULL);
+    c = calls(&n);
+    CU_ASSERT(n == 2 && c[0].count == 4096 && c[1].count == 2 && c[1].send == b + 4 * 4096);
+    g_clear();
+    HN_ASSERT_STATUS(hidet_nccl_reduce(id, b, b + 20000, 3, HIDET_NCCL_FLOAT32, op, 0, STREAM), HIDET_NCCL_SUCCESS, NULL);
+    c = only_call("ncclAllReduce");
+    if (c) CU_ASSERT(c->count == 3);
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(id), HIDET_NCCL_SUCCESS, NULL);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s LIBFAKE_NCCL.so\n", argv[0]);
@@ -403,6 +435,7 @@ int main(int argc, char **argv) {
         {"send and recv in groups; to itself only in one", test_send_recv_groups},
         {"NCCL failures named, groups balanced", test_failures_named},
         {"scaled sums tied to a communicator and a dtype", test_premul_sum},
+        {"a one-rank scaled sum in two parts", test_one_rank_scaled_sum},
         {NULL, NULL},
     };
     return hn_run_tests("collectives", tests);
