@@ -261,7 +261,12 @@ static void check_grouped_forms(int grouped) {
                      NULL);
     c = calls(&n);
     CU_ASSERT_EQUAL(n, grouped ? 2 + 4 + 1 : 1);
-    for (int j = 0; grouped && j < 4; j++) CU_ASSERT(c[1 + j].send == b + 16 * j && c[1 + j].rank == j);
+    for (int j = 0; grouped && j < 4; j++) { /* some send of the group sends block j to rank j */
+        int found = 0;
+        for (int i = 1; i < n - 1; i++)
+            found |= strcmp(c[i].fn, "ncclSend") == 0 && c[i].send == b + 16 * j && c[i].rank == j;
+        CU_ASSERT(found);
+    }
     CU_ASSERT_EQUAL(group_depth(), 0);
 }
 
