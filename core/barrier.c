@@ -73,7 +73,7 @@ static hidet_nccl_status_t scratch_of(const hn_coll_t *c, void **byte) {
 hidet_nccl_status_t hidet_nccl_barrier(int comm_id, cudaStream_t stream) {
     HN_ENTER();
     hn_coll_t c;
-    void *byte;
+    void *byte = NULL;
     HN_CHECK(hidet_nccl__coll_begin(comm_id, "barrier", &c));
     HN_CHECK(scratch_of(&c, &byte));
     ncclResult_t r = c.n->AllReduce(byte, byte, 1, ncclUint8, ncclMax, c.comm, stream);
