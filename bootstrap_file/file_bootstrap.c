@@ -5,7 +5,8 @@
  *   1. the root claims the round: <dir>/hidet-nccl.<key>.<seq>.root with a fresh random nonce,
  *      put only where no live claim is (file_claim.c; two live roots: both jobs fail);
  *   2. every reader answers the claim with a HELLO (a fresh nonce of its own, the claim's
- *      nonce and, for an allgather, its part) at <dir>/hidet-nccl.<key>.<seq>.hello.<rank>;
+ *      nonce and, for an allgather, its part) at <dir>/hidet-nccl.<key>.<seq>.hello.<rank>,
+ *      put only where no hello answers the claim already (else: a collision);
  *   3. the root waits for every HELLO that answers its claim, then publishes the ANNOUNCE (the
  *      bytes every rank gets, and every nonce) at <dir>/hidet-nccl.<key>.<seq>.id;
  *   4. a reader accepts only an ANNOUNCE of its job, round and world that carries the claim's
@@ -441,22 +442,38 @@ static hidet_nccl_status_t root_round(file_state_t *s, const round_t *rd, double
     return st;
 }
 
-/* Puts this reader's hello answering the claim c (over a stale one of a dead reader: two live
- * answers are the root's to see). 0, or an error. */
+/* Puts this reader's hello answering the claim c, only where no hello is (link(2)): one that
+ * is there answering another claim (stale, or this reader's own answer to an earlier claim) is
+ * replaced; one answering the same claim for another process is a second live process as this
+ * rank, two jobs sharing the key: the claim is marked collided and this rank fails. */
 static hidet_nccl_status_t put_hello(file_state_t *s, const round_t *rd, const hn_bf_claim_t *c,
                                      const uint8_t nonce[HN_BF_NONCE], const char *hello_path, char *msg,
                                      size_t msg_bytes) {
     char why[768];
     size_t cap = HN_BF_HEADER + 2 * HN_BF_NONCE + 4 + rd->part_bytes + 4;
-    uint8_t *hello = malloc(cap);
+    uint8_t *hello = malloc(cap), other[HN_BF_NONCE];
     if (hello == NULL) return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
     size_t len = hidet_nccl__bf_encode_hello(hello, cap, s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)s->rank,
                                              nonce, c->nonce, rd->part, (uint32_t)rd->part_bytes);
-    int bad = len == 0 || hidet_nccl__bf_publish(hello_path, hello, len, why, sizeof why) != 0;
+    int put = len == 0 ? -1 : 1, collided = 0;
+    for (int attempt = 0; put == 1 && !collided && attempt < 4; attempt++) {
+        put = hidet_nccl__bf_publish_new(hello_path, hello, len, why, sizeof why);
+        if (put != 1) break;
+        collided = read_hello(s, rd, s->rank, c->nonce, other, NULL, why, sizeof why) == 1 &&
+                   memcmp(other, nonce, HN_BF_NONCE) != 0;
+        if (!collided) unlink(hello_path); /* stale, or an answer to another claim */
+    }
     free(hello);
-    if (bad)
+    if (collided) {
+        hidet_nccl__bf_claim_mark(c);
+        return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP,
+                               "rank %d: %s already answers this round's claim for another process: two jobs use job "
+                               "key '%s' in %s at once; both fail. Give each job its own key",
+                               s->rank, hello_path, s->key, s->dir);
+    }
+    if (put != 0)
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d could not announce itself: %s",
-                               s->rank, len ? why : "too large");
+                               s->rank, len == 0 ? "too large" : put == 1 ? "its hello file kept coming back" : why);
     return HIDET_NCCL_SUCCESS;
 }
 

