@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs hidet-nccl into a prefix. Through Bazel:   bazel run //:install -- --prefix DIR
 # The leading arguments (given by the //:install target) name the built files:
-#   install.sh LIB LIB_MPI RUN BENCH CUDA_ROOT_TXT NCCL_INC_TXT MPI_PATHS_TXT A_TEMPLATE HEADER... --prefix DIR
+#   install.sh LIB LIB_MPI SO SO_MPI RUN BENCH CUDA_ROOT_TXT NCCL_INC_TXT MPI_PATHS_TXT A_TEMPLATE HEADER... --prefix DIR
 set -euo pipefail
 usage() { echo "usage: bazel run //:install -- --prefix DIR" >&2; exit 2; }
-[ $# -ge 9 ] || usage
-lib=$1 lib_mpi=$2 run=$3 bench=$4 cuda_txt=$5 nccl_txt=$6 mpi_txt=$7 templates=$(dirname "$8")
-shift 8
+[ $# -ge 11 ] || usage
+lib=$1 lib_mpi=$2 so=$3 so_mpi=$4 run=$5 bench=$6 cuda_txt=$7 nccl_txt=$8 mpi_txt=$9 templates=$(dirname "${10}")
+shift 10
 headers=()
 prefix=
 while [ $# -gt 0 ]; do
@@ -29,6 +29,12 @@ install -d "$prefix/include/hidet_nccl" "$prefix/lib/pkgconfig" "$prefix/lib/cma
 install -m 0644 "${headers[@]}" "$prefix/include/hidet_nccl/"
 install -m 0644 "$lib" "$prefix/lib/libhidet_nccl.a"
 install -m 0644 "$lib_mpi" "$prefix/lib/libhidet_nccl_mpi.a"
+for pair in "$so:libhidet_nccl" "$so_mpi:libhidet_nccl_mpi"; do # name.so.VERSION, name.so.0 and name.so
+    name=${pair##*:}
+    install -m 0755 "${pair%:*}" "$prefix/lib/$name.so.$version"
+    ln -sf "$name.so.$version" "$prefix/lib/$name.so.0"
+    ln -sf "$name.so.0" "$prefix/lib/$name.so"
+done
 install -m 0755 "$run" "$prefix/bin/hidet-nccl-run"
 install -m 0755 "$bench" "$prefix/bin/hidet-nccl-bench"
 fill() { # template output
@@ -38,6 +44,8 @@ fill() { # template output
 }
 fill "$templates/hidet_nccl.pc.in" "$prefix/lib/pkgconfig/hidet_nccl.pc"
 fill "$templates/hidet_nccl_mpi.pc.in" "$prefix/lib/pkgconfig/hidet_nccl_mpi.pc"
+fill "$templates/hidet_nccl_shared.pc.in" "$prefix/lib/pkgconfig/hidet_nccl_shared.pc"
+fill "$templates/hidet_nccl_mpi_shared.pc.in" "$prefix/lib/pkgconfig/hidet_nccl_mpi_shared.pc"
 fill "$templates/HidetNcclConfig.cmake.in" "$prefix/lib/cmake/HidetNccl/HidetNcclConfig.cmake"
 fill "$templates/HidetNcclConfigVersion.cmake.in" "$prefix/lib/cmake/HidetNccl/HidetNcclConfigVersion.cmake"
 echo "hidet-nccl $version installed in $prefix"

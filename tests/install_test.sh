@@ -23,11 +23,20 @@ check "install succeeds" [ $? -eq 0 ]
 for f in include/hidet_nccl/hidet_nccl.h include/hidet_nccl/bootstrap.h include/hidet_nccl/bootstrap_mpi.h \
     lib/libhidet_nccl.a lib/libhidet_nccl_mpi.a lib/pkgconfig/hidet_nccl.pc lib/pkgconfig/hidet_nccl_mpi.pc \
     lib/cmake/HidetNccl/HidetNcclConfig.cmake lib/cmake/HidetNccl/HidetNcclConfigVersion.cmake \
-    bin/hidet-nccl-run bin/hidet-nccl-bench; do
+    bin/hidet-nccl-run bin/hidet-nccl-bench lib/libhidet_nccl.so.0.1.0 lib/libhidet_nccl_mpi.so.0.1.0 \
+    lib/pkgconfig/hidet_nccl_shared.pc lib/pkgconfig/hidet_nccl_mpi_shared.pc; do
     check "installed $f" [ -f "$prefix/$f" ]
 done
 check "no nccl symbol is undefined in libhidet_nccl.a" [ -z "$(nm -u "$prefix/lib/libhidet_nccl.a" | grep -E ' nccl')" ]
 check "no MPI symbol in libhidet_nccl.a" [ -z "$(nm "$prefix/lib/libhidet_nccl.a" | grep -E ' MPI_')" ]
+for so in libhidet_nccl libhidet_nccl_mpi; do
+    check "$so.so -> .so.0 -> .so.0.1.0" [ "$(readlink -f "$prefix/lib/$so.so")" = "$prefix/lib/$so.so.0.1.0" ]
+    check "$so.so's soname is $so.so.0" bash -c "readelf -d '$prefix/lib/$so.so' | grep -q 'SONAME.*\[$so.so.0\]'"
+    exported=$(nm -D --defined-only "$prefix/lib/$so.so" | awk '$2 ~ /^[TDBR]$/ {print $3}')
+    check "$so.so exports only hidet_nccl_* functions" [ -z "$(echo "$exported" | grep -v '^hidet_nccl_[a-z]')" ]
+    check "$so.so exports hidet_nccl_all_gather" bash -c "echo '$exported' | grep -qx hidet_nccl_all_gather"
+done
+check "libhidet_nccl_mpi.so exports the MPI bootstrap" bash -c "nm -D --defined-only '$prefix/lib/libhidet_nccl_mpi.so' | grep -q ' hidet_nccl_mpi_init'"
 
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -42,10 +51,23 @@ check "mpi_all_reduce says there is no GPU" no_gpu_said "$tmp/mpi_pc.out"
 "$prefix/bin/hidet-nccl-run" -n 2 "$tmp/file_pc" >"$tmp/file_pc.out" 2>&1
 check "file_all_reduce under hidet-nccl-run says there is no GPU" no_gpu_said "$tmp/file_pc.out"
 
+# The shared library, through pkg-config: linked by soname, run from the prefix (rpath).
+cc -o "$tmp/file_so" "$examples/file_all_reduce.c" $(pkg-config --cflags --libs hidet_nccl_shared) 2>"$tmp/cc_so.log"
+check "cc + pkg-config builds file_all_reduce on libhidet_nccl.so" [ -x "$tmp/file_so" ] || cat "$tmp/cc_so.log"
+check "it loads libhidet_nccl.so.0 from the prefix" bash -c "ldd '$tmp/file_so' | grep -q '$prefix/lib/libhidet_nccl.so.0'"
+"$prefix/bin/hidet-nccl-run" -n 2 "$tmp/file_so" >"$tmp/file_so.out" 2>&1
+check "file_all_reduce on the shared library says there is no GPU" no_gpu_said "$tmp/file_so.out"
+mpicc -o "$tmp/mpi_so" "$examples/mpi_all_reduce.c" $(pkg-config --cflags --libs hidet_nccl_mpi_shared) 2>"$tmp/mpicc_so.log"
+check "mpicc + pkg-config builds mpi_all_reduce on libhidet_nccl_mpi.so" [ -x "$tmp/mpi_so" ] || cat "$tmp/mpicc_so.log"
+mpirun --oversubscribe -np 1 "$tmp/mpi_so" >"$tmp/mpi_so.out" 2>&1
+check "mpi_all_reduce on the shared library says there is no GPU" no_gpu_said "$tmp/mpi_so.out"
+
 # CMake: find_package(HidetNccl)
 cmake -S "$project" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DEXAMPLES="$examples" >"$tmp/cmake.log" 2>&1 &&
     cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1
-check "CMake configures and builds" [ -x "$tmp/cmake/file_all_reduce" ] && [ -x "$tmp/cmake/mpi_all_reduce" ] || tail -20 "$tmp/cmake.log"
+check "CMake configures and builds" [ -x "$tmp/cmake/file_all_reduce" ] && [ -x "$tmp/cmake/mpi_all_reduce" ] &&
+    [ -x "$tmp/cmake/file_all_reduce_shared" ] || tail -20 "$tmp/cmake.log"
+check "CMake's HidetNccl::shared links libhidet_nccl.so.0" bash -c "readelf -d '$tmp/cmake/file_all_reduce_shared' | grep -q 'NEEDED.*libhidet_nccl.so.0'"
 mpirun --oversubscribe -np 1 "$tmp/cmake/mpi_all_reduce" >"$tmp/mpi_cmake.out" 2>&1
 check "CMake-built mpi_all_reduce says there is no GPU" no_gpu_said "$tmp/mpi_cmake.out"
 "$prefix/bin/hidet-nccl-run" -n 1 "$tmp/cmake/file_all_reduce" >"$tmp/file_cmake.out" 2>&1

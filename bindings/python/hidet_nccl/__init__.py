@@ -1,0 +1,294 @@
+"""hidet_nccl: NCCL communicators and dtype-mapped collectives for torch, CuPy and hidet arrays.
+
+    import hidet_nccl
+    comm = hidet_nccl.init()               # hidet-nccl-run, torchrun, Slurm, a PMIx launcher
+    comm.all_reduce(tensor)                # in place, on torch's current stream
+    comm.all_gather(part, out=whole)
+
+Pure Python over libhidet_nccl.so (ctypes); every failure raises HidetNcclError with the C
+library's message. The guide: docs/python.md.
+"""
+import contextlib
+import ctypes
+
+from . import _arrays
+from ._arrays import DTYPES, OPS, dtype_from_dlpack, dtype_from_torch, dtype_from_typestr, view
+from ._lib import HidetNcclError, call, load
+
+__version__ = "0.1.0"
+__all__ = [
+    "HidetNcclError", "Communicator", "Op", "init", "init_mpi", "adopt", "group", "finalize", "nccl_version",
+    "nccl_path", "dtype_of", "dtype_from_torch", "dtype_from_typestr", "dtype_from_dlpack", "DTYPES", "OPS",
+    "__version__",
+]
+
+
+def _out_int(name, *args):
+    value = ctypes.c_int(-1)
+    call(name, *args, ctypes.byref(value))
+    return value.value
+
+
+def nccl_version():
+    """The loaded NCCL's version as (major, minor, patch)."""
+    code = _out_int("hidet_nccl_nccl_version")
+    return code // 10000, code // 100 % 100, code % 100
+
+
+def nccl_path():
+    """Where NCCL was loaded from (the same NCCL torch loaded, when torch is in the process)."""
+    path = ctypes.c_char_p()
+    call("hidet_nccl_library_path", ctypes.byref(path))
+    return path.value.decode()
+
+
+def dtype_of(array):
+    """hidet's name of an array's data type ("bfloat16", "complex64", ...)."""
+    return view(array).dtype
+
+
+def init():
+    """A communicator over every rank of the job, from the environment: hidet-nccl-run,
+    torchrun (MASTER_ADDR/MASTER_PORT), Slurm with HIDET_NCCL_RENDEZVOUS_DIR, a PMIx launcher."""
+    return Communicator(_out_int("hidet_nccl_init"))
+
+
+def init_mpi(comm=None):
+    """A communicator over an MPI communicator (an mpi4py one; None: MPI_COMM_WORLD, with MPI
+    initialized by the library if nobody did). Loads libhidet_nccl_mpi.so: call it before any
+    other function of this package."""
+    load(mpi=True)
+    if comm is None:
+        return Communicator(_out_int("hidet_nccl_mpi_init"))
+    from mpi4py import MPI
+    handle = MPI._handleof(comm)
+    return Communicator(_out_int("hidet_nccl_mpi_comm_init", ctypes.c_void_p(handle), None))
+
+
+def adopt(nccl_comm):
+    """Borrows an NCCL communicator made elsewhere (an ncclComm_t as an int); the library never
+    destroys it."""
+    return Communicator(_out_int("hidet_nccl_comm_adopt", ctypes.c_void_p(nccl_comm)))
+
+
+def finalize():
+    """Destroys every owned communicator and drops the borrowed ones."""
+    call("hidet_nccl_finalize")
+
+
+@contextlib.contextmanager
+def group():
+    """Collectives (sends and receives of a halo exchange, ...) launched together."""
+    call("hidet_nccl_group_start")
+    try:
+        yield
+    finally:
+        call("hidet_nccl_group_end")
+
+
+def _op_code(op):
+    if isinstance(op, Op):
+        return op.code
+    if isinstance(op, str):
+        if op not in OPS:
+            raise ValueError("hidet_nccl: op %r is not one of %s" % (op, ", ".join(OPS)))
+        return OPS[op]
+    return int(op)
+
+
+def _stream(s):
+    """A stream argument: an int handle, a torch.cuda.Stream, a CuPy stream, or None."""
+    if s is None or isinstance(s, int):
+        return s
+    for attr in ("cuda_stream", "ptr", "handle"):
+        if hasattr(s, attr):
+            return int(getattr(s, attr))
+    raise TypeError("hidet_nccl: %r is not a CUDA stream" % (s,))
+
+
+class Op:
+    """A scaled sum (Communicator.premul_sum); use it as `op` of all_reduce, reduce and
+    reduce_scatter of its communicator and dtype; destroy() (or a with-block) frees it."""
+
+    def __init__(self, comm, code, dtype):
+        self.comm, self.code, self.dtype = comm, code, dtype
+
+    def destroy(self):
+        if self.code is not None:
+            call("hidet_nccl_op_destroy", self.comm.id, self.code)
+            self.code = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+
+class Communicator:
+    """One communicator id of the C library's registry, with its collectives. Buffers are torch
+    tensors or arrays with __cuda_array_interface__ or DLPack, contiguous, on the communicator's
+    GPU; the dtype is the array's; the stream is `stream` or the array framework's current one."""
+
+    def __init__(self, comm_id):
+        self.id = comm_id
+
+    def __repr__(self):
+        return "<hidet_nccl.Communicator id %d>" % self.id
+
+    @property
+    def rank(self):
+        return _out_int("hidet_nccl_comm_rank", self.id)
+
+    @property
+    def size(self):
+        return _out_int("hidet_nccl_comm_size", self.id)
+
+    @property
+    def device(self):
+        return _out_int("hidet_nccl_comm_device", self.id)
+
+    @property
+    def owned(self):
+        return bool(_out_int("hidet_nccl_comm_is_owned", self.id))
+
+    def split(self, color, key=0):
+        """ncclCommSplit: the ranks of the same color, ordered by key; color None: no part."""
+        return Communicator(_out_int("hidet_nccl_comm_split", self.id, -1 if color is None else color, key))
+
+    def destroy(self):
+        call("hidet_nccl_comm_destroy", self.id)
+
+    def abort(self):
+        call("hidet_nccl_comm_abort", self.id)
+
+    def check(self):
+        """Raises if NCCL reported an asynchronous error on this communicator."""
+        call("hidet_nccl_comm_check", self.id)
+
+    def wait(self, stream=None, timeout_s=0.0):
+        """Waits from the host for the work on `stream`, up to timeout_s (0: $HIDET_NCCL_TIMEOUT)."""
+        call("hidet_nccl_comm_wait", self.id, _stream(stream) or 0, float(timeout_s))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+    # ------------------------------------------------------------ collectives
+
+    def all_reduce(self, tensor, out=None, op="sum", stream=None):
+        """out = op over ranks of tensor (out None: in place)."""
+        a = view(tensor, _stream(stream))
+        b = a if out is None else self._same(view(out, a.stream), a, "out")
+        call("hidet_nccl_all_reduce", self.id, a.ptr, b.ptr, a.count, a.dtype_code, _op_code(op), a.stream)
+
+    def broadcast(self, tensor, root=0, out=None, stream=None):
+        """out on every rank = tensor of root (out None: in place)."""
+        a = view(tensor, _stream(stream))
+        b = a if out is None else self._same(view(out, a.stream), a, "out")
+        call("hidet_nccl_broadcast", self.id, a.ptr, b.ptr, a.count, a.dtype_code, root, a.stream)
+
+    def reduce(self, tensor, root=0, out=None, op="sum", stream=None):
+        """out on root = op over ranks of tensor (out None: in place; unused elsewhere)."""
+        a = view(tensor, _stream(stream))
+        b = a if out is None else self._same(view(out, a.stream), a, "out")
+        call("hidet_nccl_reduce", self.id, a.ptr, b.ptr, a.count, a.dtype_code, _op_code(op), root, a.stream)
+
+    def all_gather(self, tensor, out, stream=None):
+        """out (size times tensor's elements) = every rank's tensor, in rank order."""
+        a = view(tensor, _stream(stream))
+        b = self._times(view(out, a.stream), a, "out")
+        call("hidet_nccl_all_gather", self.id, a.ptr, b.ptr, a.count, a.dtype_code, a.stream)
+
+    def reduce_scatter(self, tensor, out, op="sum", stream=None):
+        """out on rank r = op over ranks of block r of tensor (size times out's elements)."""
+        b = view(out, _stream(stream))
+        a = self._times(view(tensor, b.stream), b, "tensor")
+        call("hidet_nccl_reduce_scatter", self.id, a.ptr, b.ptr, b.count, a.dtype_code, _op_code(op), b.stream)
+
+    def all_to_all(self, tensor, out, stream=None):
+        """Block j of tensor to rank j, landing as block r (the sender) of out."""
+        a = view(tensor, _stream(stream))
+        b = self._same(view(out, a.stream), a, "out")
+        if a.count % self.size:
+            raise ValueError("hidet_nccl: all_to_all of %d elements over %d ranks: not whole blocks"
+                             % (a.count, self.size))
+        call("hidet_nccl_all_to_all", self.id, a.ptr, b.ptr, a.count // self.size, a.dtype_code, a.stream)
+
+    def gather(self, tensor, out=None, root=0, stream=None):
+        """out on root (size times tensor's elements) = every rank's tensor, in rank order."""
+        a = view(tensor, _stream(stream))
+        b = self._times(view(out, a.stream), a, "out") if out is not None else None
+        call("hidet_nccl_gather", self.id, a.ptr, b.ptr if b else None, a.count, a.dtype_code, root, a.stream)
+
+    def scatter(self, tensor, out, root=0, stream=None):
+        """out on rank r = block r of root's tensor (size times out's elements; None elsewhere)."""
+        b = view(out, _stream(stream))
+        a = self._times(view(tensor, b.stream), b, "tensor") if tensor is not None else None
+        call("hidet_nccl_scatter", self.id, a.ptr if a else None, b.ptr, b.count, b.dtype_code, root, b.stream)
+
+    def send(self, tensor, peer, stream=None):
+        a = view(tensor, _stream(stream))
+        call("hidet_nccl_send", self.id, a.ptr, a.count, a.dtype_code, peer, a.stream)
+
+    def recv(self, tensor, peer, stream=None):
+        a = view(tensor, _stream(stream))
+        call("hidet_nccl_recv", self.id, a.ptr, a.count, a.dtype_code, peer, a.stream)
+
+    def barrier(self, stream=None):
+        """Stream-ordered: work queued after it starts once every rank has reached it."""
+        s = _stream(stream)
+        if s is None:
+            try:
+                import torch
+                s = torch.cuda.current_stream().cuda_stream
+            except ImportError:
+                s = 0
+        call("hidet_nccl_barrier", self.id, s)
+
+    def premul_sum(self, dtype, scalar):
+        """A scaled sum for `dtype` (a hidet name, or an array whose dtype to take): scalar is a
+        number (read now) or a one-element device array (read when each collective runs)."""
+        name = dtype if isinstance(dtype, str) else view(dtype).dtype
+        code = ctypes.c_int(-1)
+        if isinstance(scalar, (int, float)):
+            real = {"complex64": "float32", "complex128": "float64", "tfloat32": "float32"}.get(name, name)
+            ctype = {"float64": ctypes.c_double, "float32": ctypes.c_float, "int8": ctypes.c_int8,
+                     "uint8": ctypes.c_uint8, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
+                     "int64": ctypes.c_int64, "uint64": ctypes.c_uint64}.get(real)
+            if ctype is None:
+                raise TypeError("hidet_nccl: a %s scalar from Python is not supported; give a one-element "
+                                "device array of that type" % name)
+            value = ctype(scalar)
+            call("hidet_nccl_op_premul_sum", self.id, DTYPES[name], ctypes.byref(value), 0, ctypes.byref(code))
+        else:
+            s = view(scalar)
+            call("hidet_nccl_op_premul_sum", self.id, DTYPES[name], s.ptr, 1, ctypes.byref(code))
+        return Op(self, code.value, name)
+
+    # ------------------------------------------------------------ checks of the buffers' sizes
+
+    @staticmethod
+    def _same(b, a, what):
+        if b.count != a.count or b.dtype != a.dtype:
+            raise ValueError("hidet_nccl: %s holds %d %s, the input %d %s" % (what, b.count, b.dtype, a.count, a.dtype))
+        return b
+
+    def _times(self, big, small, what):
+        n = self.size
+        if big.count != small.count * n or big.dtype != small.dtype:
+            raise ValueError("hidet_nccl: %s holds %d %s, expected %d x %d %s (the number of ranks times the block)"
+                             % (what, big.count, big.dtype, n, small.count, small.dtype))
+        return big
+
+
+# The C library's dtype and op tables, checked against this package's at first load.
+def _check_tables():
+    lib = load()
+    for name, code in DTYPES.items():
+        got = ctypes.c_int(-1)
+        if lib.hidet_nccl_dtype_from_name(name.encode(), ctypes.byref(got)) != 0 or got.value != code:
+            raise HidetNcclError(3, "hidet_nccl: the C library's dtype %s is %d, this package's %d" %
+                                 (name, got.value, code))

@@ -1,0 +1,128 @@
+"""Finding and loading libhidet_nccl.so, its C declarations, and turning statuses into exceptions."""
+import ctypes
+import os
+
+_c_int_p = ctypes.POINTER(ctypes.c_int)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Statuses (hidet_nccl_status_t), by value.
+STATUS_NAMES = (
+    "success", "invalid argument", "invalid communicator", "unsupported", "NCCL not found", "NCCL error",
+    "CUDA error", "timeout", "bootstrap error", "system error", "invalid usage",
+)
+
+
+class HidetNcclError(RuntimeError):
+    """A call of the C library failed: `status` is its hidet_nccl_status_t, the message its own."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.status_name = STATUS_NAMES[status] if 0 <= status < len(STATUS_NAMES) else "unknown status"
+
+
+# Every public function: (restype is the status int unless named), argument types.
+_VOID_P = ctypes.c_void_p
+_SIZE = ctypes.c_size_t
+_INT = ctypes.c_int
+_PROTOTYPES = {
+    "hidet_nccl_status_string": (ctypes.c_char_p, [_INT]),
+    "hidet_nccl_last_error": (ctypes.c_char_p, []),
+    "hidet_nccl_load": (_INT, []),
+    "hidet_nccl_library_path": (_INT, [ctypes.POINTER(ctypes.c_char_p)]),
+    "hidet_nccl_nccl_version": (_INT, [_c_int_p]),
+    "hidet_nccl_dtype_from_name": (_INT, [ctypes.c_char_p, _c_int_p]),
+    "hidet_nccl_op_from_name": (_INT, [ctypes.c_char_p, _c_int_p]),
+    "hidet_nccl_init": (_INT, [_c_int_p]),
+    "hidet_nccl_comm_adopt": (_INT, [_VOID_P, _c_int_p]),
+    "hidet_nccl_comm_split": (_INT, [_INT, _INT, _INT, _c_int_p]),
+    "hidet_nccl_comm_destroy": (_INT, [_INT]),
+    "hidet_nccl_comm_rank": (_INT, [_INT, _c_int_p]),
+    "hidet_nccl_comm_size": (_INT, [_INT, _c_int_p]),
+    "hidet_nccl_comm_device": (_INT, [_INT, _c_int_p]),
+    "hidet_nccl_comm_is_owned": (_INT, [_INT, _c_int_p]),
+    "hidet_nccl_comm_wait": (_INT, [_INT, _VOID_P, ctypes.c_double]),
+    "hidet_nccl_comm_check": (_INT, [_INT]),
+    "hidet_nccl_comm_abort": (_INT, [_INT]),
+    "hidet_nccl_finalize": (_INT, []),
+    "hidet_nccl_group_start": (_INT, []),
+    "hidet_nccl_group_end": (_INT, []),
+    "hidet_nccl_all_reduce": (_INT, [_INT, _VOID_P, _VOID_P, _SIZE, _INT, _INT, _VOID_P]),
+    "hidet_nccl_broadcast": (_INT, [_INT, _VOID_P, _VOID_P, _SIZE, _INT, _INT, _VOID_P]),
+    "hidet_nccl_reduce": (_INT, [_INT, _VOID_P, _VOID_P, _SIZE, _INT, _INT, _INT, _VOID_P]),
+    "hidet_nccl_all_gather": (_INT, [_INT, _VOID_P, _VOID_P, _SIZE, _INT, _VOID_P]),
+    "hidet_nccl_reduce_scatter": (_INT, [_INT, _VOID_P, _VOID_P, _SIZE, _INT, _INT, _VOID_P]),
+    "hidet_nccl_all_to_all": (_INT, [_INT, _VOID_P, _VOID_P, _SIZE, _INT, _VOID_P]),
+    "hidet_nccl_gather": (_INT, [_INT, _VOID_P, _VOID_P, _SIZE, _INT, _INT, _VOID_P]),
+    "hidet_nccl_scatter": (_INT, [_INT, _VOID_P, _VOID_P, _SIZE, _INT, _INT, _VOID_P]),
+    "hidet_nccl_send": (_INT, [_INT, _VOID_P, _SIZE, _INT, _INT, _VOID_P]),
+    "hidet_nccl_recv": (_INT, [_INT, _VOID_P, _SIZE, _INT, _INT, _VOID_P]),
+    "hidet_nccl_barrier": (_INT, [_INT, _VOID_P]),
+    "hidet_nccl_op_premul_sum": (_INT, [_INT, _INT, _VOID_P, _INT, _c_int_p]),
+    "hidet_nccl_op_destroy": (_INT, [_INT, _INT]),
+    "hidet_nccl_setting": (_INT, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
+                                  ctypes.POINTER(ctypes.c_char_p)]),
+    "hidet_nccl_settings_reload": (_INT, []),
+}
+_MPI_PROTOTYPES = {
+    "hidet_nccl_mpi_init": (_INT, [_c_int_p]),
+    "hidet_nccl_mpi_comm_init": (_INT, [_VOID_P, _VOID_P, _c_int_p]),
+}
+
+_lib = None
+_with_mpi = False
+
+
+def _candidates(mpi):
+    """Where the library is looked for, in order: $HIDET_NCCL_SO, this package's lib/, the
+    system's search path (an installed prefix in LD_LIBRARY_PATH, or ldconfig)."""
+    name = "libhidet_nccl_mpi.so" if mpi else "libhidet_nccl.so"
+    given = os.environ.get("HIDET_NCCL_SO")
+    if given:
+        return [given]
+    return [os.path.join(_HERE, "lib", name + ".0"), os.path.join(_HERE, "lib", name), name + ".0", name]
+
+
+def load(mpi=False):
+    """The C library, loaded on first use: libhidet_nccl_mpi.so when `mpi` (it holds all of
+    libhidet_nccl.so; one registry per process), else libhidet_nccl.so."""
+    global _lib, _with_mpi
+    if _lib is not None:
+        if mpi and not _with_mpi:
+            raise HidetNcclError(10, "hidet_nccl: libhidet_nccl.so is loaded already, without MPI: call init_mpi() "
+                                     "before any other call, or set HIDET_NCCL_SO to libhidet_nccl_mpi.so")
+        return _lib
+    tried = []
+    for path in _candidates(mpi):
+        try:
+            lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+            continue
+        for name, (restype, argtypes) in _PROTOTYPES.items():
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = restype, argtypes
+        _with_mpi = hasattr(lib, "hidet_nccl_mpi_init")
+        if mpi and not _with_mpi:
+            tried.append("%s (no MPI bootstrap in it)" % path)
+            continue
+        for name, (restype, argtypes) in (_MPI_PROTOTYPES.items() if _with_mpi else ()):
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = restype, argtypes
+        _lib = lib
+        return lib
+    raise HidetNcclError(4, "hidet_nccl: cannot load the C library; tried " + "; ".join(tried) +
+                         ". Install it (bazel run //:install -- --prefix DIR, then LD_LIBRARY_PATH=DIR/lib) or "
+                         "set HIDET_NCCL_SO to the .so")
+
+
+def check(status):
+    """Raises HidetNcclError with the library's message when status is not success."""
+    if status != 0:
+        message = _lib.hidet_nccl_last_error()
+        raise HidetNcclError(status, message.decode("utf-8", "replace") if message else STATUS_NAMES[status])
+
+
+def call(name, *args):
+    """Calls the C function `name` and raises on failure."""
+    check(getattr(load(), name)(*args))
