@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs hidet-nccl into a prefix. Through Bazel:   bazel run //:install -- --prefix DIR
 # The leading arguments (given by the //:install target) name the built files:
-#   install.sh LIB LIB_MPI SO SO_MPI RUN BENCH CUDA_ROOT_TXT NCCL_INC_TXT MPI_PATHS_TXT A_TEMPLATE HEADER... --prefix DIR
+#   install.sh LIB LIB_MPI SO SO_MPI RUN BENCH CUDA_ROOT_TXT NCCL_INC_TXT MPI_PATHS_TXT A_TEMPLATE FILE... --prefix DIR
+# FILE: the public headers (*.h) and the Python package's files (*.py, into lib/python/hidet_nccl).
 set -euo pipefail
 usage() { echo "usage: bazel run //:install -- --prefix DIR" >&2; exit 2; }
 [ $# -ge 11 ] || usage
 lib=$1 lib_mpi=$2 so=$3 so_mpi=$4 run=$5 bench=$6 cuda_txt=$7 nccl_txt=$8 mpi_txt=$9 templates=$(dirname "${10}")
 shift 10
 headers=()
+pyfiles=()
 prefix=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -15,6 +17,7 @@ while [ $# -gt 0 ]; do
         --prefix=*) prefix=${1#--prefix=}; shift ;;
         -h|--help) usage ;;
         --*) echo "install: unknown option $1" >&2; usage ;;
+        *.py) pyfiles+=("$1"); shift ;;
         *) headers+=("$1"); shift ;;
     esac
 done
@@ -36,6 +39,10 @@ for pair in "$so:libhidet_nccl" "$so_mpi:libhidet_nccl_mpi"; do # name.so.VERSIO
     ln -sf "$name.so.0" "$prefix/lib/$name.so"
 done
 install -m 0755 "$run" "$prefix/bin/hidet-nccl-run"
+if [ ${#pyfiles[@]} -gt 0 ]; then # PYTHONPATH=$prefix/lib/python: it finds the .so beside it, in lib/
+    install -d "$prefix/lib/python/hidet_nccl"
+    install -m 0644 "${pyfiles[@]}" "$prefix/lib/python/hidet_nccl/"
+fi
 install -m 0755 "$bench" "$prefix/bin/hidet-nccl-bench"
 fill() { # template output
     sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" -e "s|@CUDA_ROOT@|$cuda_root|g" \

@@ -24,7 +24,7 @@ for f in include/hidet_nccl/hidet_nccl.h include/hidet_nccl/bootstrap.h include/
     lib/libhidet_nccl.a lib/libhidet_nccl_mpi.a lib/pkgconfig/hidet_nccl.pc lib/pkgconfig/hidet_nccl_mpi.pc \
     lib/cmake/HidetNccl/HidetNcclConfig.cmake lib/cmake/HidetNccl/HidetNcclConfigVersion.cmake \
     bin/hidet-nccl-run bin/hidet-nccl-bench lib/libhidet_nccl.so.0.1.0 lib/libhidet_nccl_mpi.so.0.1.0 \
-    lib/pkgconfig/hidet_nccl_shared.pc lib/pkgconfig/hidet_nccl_mpi_shared.pc; do
+    lib/pkgconfig/hidet_nccl_shared.pc lib/pkgconfig/hidet_nccl_mpi_shared.pc lib/python/hidet_nccl/__init__.py; do
     check "installed $f" [ -f "$prefix/$f" ]
 done
 check "no nccl symbol is undefined in libhidet_nccl.a" [ -z "$(nm -u "$prefix/lib/libhidet_nccl.a" | grep -E ' nccl')" ]
@@ -32,9 +32,9 @@ check "no MPI symbol in libhidet_nccl.a" [ -z "$(nm "$prefix/lib/libhidet_nccl.a
 for so in libhidet_nccl libhidet_nccl_mpi; do
     check "$so.so -> .so.0 -> .so.0.1.0" [ "$(readlink -f "$prefix/lib/$so.so")" = "$prefix/lib/$so.so.0.1.0" ]
     check "$so.so's soname is $so.so.0" bash -c "readelf -d '$prefix/lib/$so.so' | grep -q 'SONAME.*\[$so.so.0\]'"
-    exported=$(nm -D --defined-only "$prefix/lib/$so.so" | awk '$2 ~ /^[TDBR]$/ {print $3}')
+    exported=$(nm -D --defined-only "$prefix/lib/$so.so" | awk '$2 ~ /^[TDBR]$/ {sub(/@.*/, "", $3); print $3}')
     check "$so.so exports only hidet_nccl_* functions" [ -z "$(echo "$exported" | grep -v '^hidet_nccl_[a-z]')" ]
-    check "$so.so exports hidet_nccl_all_gather" bash -c "echo '$exported' | grep -qx hidet_nccl_all_gather"
+    check "$so.so exports hidet_nccl_all_gather" grep -qx hidet_nccl_all_gather <<<"$exported"
 done
 check "libhidet_nccl_mpi.so exports the MPI bootstrap" bash -c "nm -D --defined-only '$prefix/lib/libhidet_nccl_mpi.so' | grep -q ' hidet_nccl_mpi_init'"
 
@@ -61,6 +61,20 @@ mpicc -o "$tmp/mpi_so" "$examples/mpi_all_reduce.c" $(pkg-config --cflags --libs
 check "mpicc + pkg-config builds mpi_all_reduce on libhidet_nccl_mpi.so" [ -x "$tmp/mpi_so" ] || cat "$tmp/mpicc_so.log"
 mpirun --oversubscribe -np 1 "$tmp/mpi_so" >"$tmp/mpi_so.out" 2>&1
 check "mpi_all_reduce on the shared library says there is no GPU" no_gpu_said "$tmp/mpi_so.out"
+
+# Python: the installed package (PYTHONPATH=PREFIX/lib/python) finds PREFIX/lib's .so; under
+# the launcher init() reaches the GPU choice and says there is none.
+cat >"$tmp/client.py" <<'PY'
+import hidet_nccl
+print("hidet_nccl", hidet_nccl.__version__, "from", hidet_nccl._lib.load()._name)
+try:
+    hidet_nccl.init()
+except hidet_nccl.HidetNcclError as e:
+    print("HidetNcclError:", e)
+PY
+PYTHONPATH=$prefix/lib/python "$prefix/bin/hidet-nccl-run" -n 1 python3 "$tmp/client.py" >"$tmp/py.out" 2>&1
+check "the installed Python package loads the prefix's libhidet_nccl.so" grep -q "from $prefix/lib/libhidet_nccl.so.0" "$tmp/py.out" || cat "$tmp/py.out"
+check "a Python client under hidet-nccl-run says there is no GPU" no_gpu_said "$tmp/py.out"
 
 # CMake: find_package(HidetNccl)
 cmake -S "$project" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DEXAMPLES="$examples" >"$tmp/cmake.log" 2>&1 &&

@@ -74,13 +74,15 @@ _with_mpi = False
 
 
 def _candidates(mpi):
-    """Where the library is looked for, in order: $HIDET_NCCL_SO, this package's lib/, the
-    system's search path (an installed prefix in LD_LIBRARY_PATH, or ldconfig)."""
+    """Where the library is looked for, in order: $HIDET_NCCL_SO, this package's lib/ (a
+    wheel), PREFIX/lib beside an installed PREFIX/lib/python/hidet_nccl, the system's search
+    path (LD_LIBRARY_PATH, ldconfig)."""
     name = "libhidet_nccl_mpi.so" if mpi else "libhidet_nccl.so"
     given = os.environ.get("HIDET_NCCL_SO")
     if given:
         return [given]
-    return [os.path.join(_HERE, "lib", name + ".0"), os.path.join(_HERE, "lib", name), name + ".0", name]
+    installed = os.path.join(os.path.dirname(os.path.dirname(_HERE)), name + ".0")  # PREFIX/lib/python/hidet_nccl
+    return [os.path.join(_HERE, "lib", name + ".0"), installed, name + ".0", name]
 
 
 def load(mpi=False):
