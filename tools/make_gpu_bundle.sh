@@ -24,14 +24,21 @@ targets=(
     //tools:hidet-nccl-run
     //tools:hidet-nccl-bench
     //tools:bootstrap_cost_bench
+    //:libhidet_nccl.so
 )
 bazel build "${targets[@]}"
 rm -rf "$dest"
 mkdir -p "$dest/bin"
 for t in "${targets[@]}"; do
     path=${t#//}
+    [[ $path == :* ]] && continue # the shared library goes with the Python package below
     cp "bazel-bin/${path/://}" "$dest/bin/"
 done
+mkdir -p "$dest/python"
+cp -r bindings/python/hidet_nccl "$dest/python/"
+mkdir -p "$dest/python/hidet_nccl/lib"
+cp bazel-bin/libhidet_nccl.so "$dest/python/hidet_nccl/lib/libhidet_nccl.so.0"
+cp tests/python/torch_gpu_test.py "$dest/python/"
 cp tools/gpu_bundle_run.sh "$dest/run.sh"
 cp tests/gpu/peer_death.sh "$dest/peer_death.sh"
 cp tools/gpu_two_nodes.sh "$dest/two_nodes.sh"

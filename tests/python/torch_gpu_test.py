@@ -1,0 +1,120 @@
+"""GPU test of the Python package with torch, one process per rank: under hidet-nccl-run (or
+fake nodes sharing a GPU: NCCL_HOSTID per rank) and under torchrun. Every torch dtype through
+all_reduce (sum where the dtype sums, else max), broadcast, all_gather, reduce_scatter and a
+send/recv ring, exact; a scaled sum; the same NCCL as torch's in one process.
+    hidet-nccl-run -n N python3 torch_gpu_test.py      torchrun --nproc-per-node N torch_gpu_test.py
+Prints "<rank>: N checks, N wrong" and exits non-zero on any wrong result."""
+import os
+import sys
+
+if os.environ.get("FAKE_NODES_FROM_LOCAL_RANK"):  # torchrun with all ranks on one GPU: one "host" each
+    os.environ["NCCL_HOSTID"] = "fakenode" + os.environ.get("LOCAL_RANK", "0")
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+
+if os.environ.get("TORCHELASTIC_RUN_ID") and os.environ.get("MASTER_PORT"):  # torchrun's agent holds that port
+    os.environ["MASTER_PORT"] = str(int(os.environ["MASTER_PORT"]) + 1)
+
+import torch  # noqa: E402
+
+import hidet_nccl  # noqa: E402
+
+comm = hidet_nccl.init()
+rank, n = comm.rank, comm.size
+torch.cuda.set_device(comm.device)
+dev = torch.device("cuda", comm.device)
+checks = wrong = 0
+
+
+def check(ok, what):
+    global checks, wrong
+    checks += 1
+    if not ok:
+        wrong += 1
+        print("%d: WRONG %s" % (rank, what), file=sys.stderr)
+
+
+def values(dtype, r, count):
+    """Small integers that every dtype holds exactly (bool: alternating)."""
+    base = torch.arange(count, device=dev) % 3 + r + 1
+    if dtype == torch.bool:
+        return ((torch.arange(count, device=dev) + r) % 2).to(torch.bool)
+    return base.to(dtype)
+
+
+def raw(t):
+    """The bytes of t: compared byte for byte (torch has no equality for every dtype)."""
+    return t.contiguous().view(torch.uint8)
+
+
+DTYPES = [torch.bool, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
+          torch.float32, torch.float64, torch.complex64, torch.complex128]
+for name in ("uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2"):
+    if hasattr(torch, name):
+        DTYPES.append(getattr(torch, name))
+
+SUMS = {torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
+        torch.float64, torch.complex64, torch.complex128}
+count = 1001
+for dtype in DTYPES:
+    label = str(dtype)
+    movable = dtype not in (getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None))
+    mine = values(dtype, rank, count) if movable else values(torch.float32, rank, count).to(dtype)
+    as_int = raw
+    # all_reduce: sum where the dtype sums (exact: small integers), else max (bool: or)
+    if dtype in SUMS:
+        t = mine.clone()
+        comm.all_reduce(t)
+        expect = sum(values(dtype, r, count).to(torch.complex128 if dtype.is_complex else torch.float64)
+                     for r in range(n))
+        got = t.to(torch.complex128 if dtype.is_complex else torch.float64)
+        check(torch.equal(got, expect), "all_reduce sum " + label)
+    elif dtype in (torch.bool,):
+        t = mine.clone()
+        comm.all_reduce(t, op="max")
+        expect = values(dtype, 0, count)
+        for r in range(1, n):
+            expect = expect | values(dtype, r, count)
+        check(torch.equal(t, expect), "all_reduce max " + label)
+    # broadcast from the last rank, byte for byte
+    t = mine.clone()
+    comm.broadcast(t, root=n - 1)
+    src = values(dtype, n - 1, count) if movable else values(torch.float32, n - 1, count).to(dtype)
+    check(torch.equal(as_int(t), as_int(src)), "broadcast " + label)
+    # all_gather
+    out = torch.empty(n * count, dtype=dtype, device=dev)
+    comm.all_gather(mine, out=out)
+    ok = all(torch.equal(as_int(out[r * count:(r + 1) * count]),
+                         as_int(values(dtype, r, count) if movable else values(torch.float32, r, count).to(dtype)))
+             for r in range(n))
+    check(ok, "all_gather " + label)
+    # a ring of send/recv
+    t = torch.empty(count, dtype=dtype, device=dev)
+    with hidet_nccl.group():
+        comm.send(mine, peer=(rank + 1) % n)
+        comm.recv(t, peer=(rank - 1) % n)
+    prev = (rank - 1) % n
+    check(torch.equal(as_int(t), as_int(values(dtype, prev, count) if movable else
+                                        values(torch.float32, prev, count).to(dtype))), "send/recv " + label)
+
+# reduce_scatter of float32, and a scaled sum (0.5) through all_reduce
+big = torch.cat([values(torch.float32, rank, count) for _ in range(n)])
+part = torch.empty(count, dtype=torch.float32, device=dev)
+comm.reduce_scatter(big, out=part)
+check(torch.equal(part, sum(values(torch.float32, r, count) for r in range(n))), "reduce_scatter float32")
+with comm.premul_sum("float32", 0.5) as half:
+    t = values(torch.float32, rank, count) * 2
+    comm.all_reduce(t, op=half)
+    check(torch.equal(t, sum(values(torch.float32, r, count) for r in range(n))), "scaled sum")
+comm.barrier()
+torch.cuda.synchronize()
+
+# The same NCCL as torch's, when torch has loaded one (torch.cuda.nccl is in libtorch_cuda).
+maps = open("/proc/self/maps").read()
+ncc = sorted({line.split()[-1] for line in maps.splitlines() if "libnccl" in line.split()[-1]})
+ours = hidet_nccl.nccl_path().split(" (")[0]  # "<path> (already loaded)" when found in the process
+check(len(ncc) == 1 and os.path.realpath(ncc[0]) == os.path.realpath(ours),
+      "one NCCL in the process: %s, hidet_nccl's %s" % (ncc, ours))
+print("%d: %d checks, %d wrong (NCCL %s from %s, %d ranks)" % (rank, checks, wrong, hidet_nccl.nccl_version(),
+                                                                  hidet_nccl.nccl_path(), n))
+hidet_nccl.finalize()
+sys.exit(1 if wrong else 0)
