@@ -267,3 +267,9 @@ hidet_nccl_status_t hidet_nccl_mpi_init(int *comm_id) {
     HN_ENTER();
     return hidet_nccl_mpi_comm_init(MPI_COMM_WORLD, NULL, comm_id);
 }
+
+hidet_nccl_status_t hidet_nccl_mpi_comm_init_fortran(MPI_Fint comm, const hidet_nccl_init_options_t *options,
+                                                     int *comm_id) {
+    HN_ENTER();
+    return hidet_nccl_mpi_comm_init(MPI_Comm_f2c(comm), options, comm_id);
+}

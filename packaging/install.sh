@@ -2,7 +2,8 @@
 # Installs hidet-nccl into a prefix. Through Bazel:   bazel run //:install -- --prefix DIR
 # The leading arguments (given by the //:install target) name the built files:
 #   install.sh LIB LIB_MPI SO SO_MPI RUN BENCH CUDA_ROOT_TXT NCCL_INC_TXT MPI_PATHS_TXT A_TEMPLATE FILE... --prefix DIR
-# FILE: the public headers (*.h) and the Python package's files (*.py, into lib/python/hidet_nccl).
+# FILE: the public headers (*.h), the Fortran module's source (*.f90, into include/hidet_nccl/fortran)
+# and the Python package's files (*.py, into lib/python/hidet_nccl).
 set -euo pipefail
 usage() { echo "usage: bazel run //:install -- --prefix DIR" >&2; exit 2; }
 [ $# -ge 11 ] || usage
@@ -10,6 +11,7 @@ lib=$1 lib_mpi=$2 so=$3 so_mpi=$4 run=$5 bench=$6 cuda_txt=$7 nccl_txt=$8 mpi_tx
 shift 10
 headers=()
 pyfiles=()
+f90files=()
 prefix=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -18,6 +20,7 @@ while [ $# -gt 0 ]; do
         -h|--help) usage ;;
         --*) echo "install: unknown option $1" >&2; usage ;;
         *.py) pyfiles+=("$1"); shift ;;
+        *.f90) f90files+=("$1"); shift ;;
         *) headers+=("$1"); shift ;;
     esac
 done
@@ -39,6 +42,10 @@ for pair in "$so:libhidet_nccl" "$so_mpi:libhidet_nccl_mpi"; do # name.so.VERSIO
     ln -sf "$name.so.0" "$prefix/lib/$name.so"
 done
 install -m 0755 "$run" "$prefix/bin/hidet-nccl-run"
+if [ ${#f90files[@]} -gt 0 ]; then # compiled with the program: a .mod file is tied to one compiler
+    install -d "$prefix/include/hidet_nccl/fortran"
+    install -m 0644 "${f90files[@]}" "$prefix/include/hidet_nccl/fortran/"
+fi
 if [ ${#pyfiles[@]} -gt 0 ]; then # PYTHONPATH=$prefix/lib/python: it finds the .so beside it, in lib/
     install -d "$prefix/lib/python/hidet_nccl"
     install -m 0644 "${pyfiles[@]}" "$prefix/lib/python/hidet_nccl/"

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Install into a temporary prefix, then build the examples out of tree with mpicc + pkg-config
 # and with CMake's find_package(HidetNccl), and run them up to the point where a GPU is needed.
-# Arguments: the //:install target's arguments (files), then a file of examples/ and
-# tests/install_project/CMakeLists.txt.
+# Arguments: the //:install target's arguments (files), then a file of examples/fortran, a file
+# of examples/ and tests/install_project/CMakeLists.txt.
 set -u
 args=("$@")
 n=${#args[@]}
+fortran=$(dirname "$(realpath "${args[n - 3]}")")
 examples=$(dirname "$(realpath "${args[n - 2]}")")
 project=$(dirname "$(realpath "${args[n - 1]}")")
-files=("${args[@]:0:n-2}")
+files=("${args[@]:0:n-3}")
 tmp=${TEST_TMPDIR:-$(mktemp -d)}/install
 rm -rf "$tmp"
 mkdir -p "$tmp"
@@ -24,7 +25,8 @@ for f in include/hidet_nccl/hidet_nccl.h include/hidet_nccl/bootstrap.h include/
     lib/libhidet_nccl.a lib/libhidet_nccl_mpi.a lib/pkgconfig/hidet_nccl.pc lib/pkgconfig/hidet_nccl_mpi.pc \
     lib/cmake/HidetNccl/HidetNcclConfig.cmake lib/cmake/HidetNccl/HidetNcclConfigVersion.cmake \
     bin/hidet-nccl-run bin/hidet-nccl-bench lib/libhidet_nccl.so.0.1.0 lib/libhidet_nccl_mpi.so.0.1.0 \
-    lib/pkgconfig/hidet_nccl_shared.pc lib/pkgconfig/hidet_nccl_mpi_shared.pc lib/python/hidet_nccl/__init__.py; do
+    lib/pkgconfig/hidet_nccl_shared.pc lib/pkgconfig/hidet_nccl_mpi_shared.pc lib/python/hidet_nccl/__init__.py \
+    include/hidet_nccl/fortran/hidet_nccl.f90; do
     check "installed $f" [ -f "$prefix/$f" ]
 done
 check "no nccl symbol is undefined in libhidet_nccl.a" [ -z "$(nm -u "$prefix/lib/libhidet_nccl.a" | grep -E ' nccl')" ]
@@ -75,6 +77,22 @@ PY
 PYTHONPATH=$prefix/lib/python "$prefix/bin/hidet-nccl-run" -n 1 python3 "$tmp/client.py" >"$tmp/py.out" 2>&1
 check "the installed Python package loads the prefix's libhidet_nccl.so" grep -q "from $prefix/lib/libhidet_nccl.so.0" "$tmp/py.out" || cat "$tmp/py.out"
 check "a Python client under hidet-nccl-run says there is no GPU" no_gpu_said "$tmp/py.out"
+
+# Fortran: the installed module source compiled with the program (gfortran; mpifort for MPI).
+mkdir -p "$tmp/fortran"
+(cd "$tmp/fortran" &&
+    gfortran -c "$prefix/include/hidet_nccl/fortran/hidet_nccl.f90" "$fortran/cuda_runtime.f90" \
+        "$fortran/all_reduce_check.f90" &&
+    gfortran -o all_reduce "$fortran/all_reduce.f90" hidet_nccl.o cuda_runtime.o all_reduce_check.o \
+        $(pkg-config --static --libs hidet_nccl) &&
+    mpifort -o mpi_all_reduce "$fortran/mpi_all_reduce.f90" hidet_nccl.o cuda_runtime.o all_reduce_check.o \
+        $(pkg-config --static --libs hidet_nccl_mpi)) >"$tmp/fortran.log" 2>&1
+check "gfortran builds the Fortran example against the prefix" [ -x "$tmp/fortran/all_reduce" ] || cat "$tmp/fortran.log"
+check "mpifort builds the Fortran MPI example against the prefix" [ -x "$tmp/fortran/mpi_all_reduce" ]
+"$prefix/bin/hidet-nccl-run" -n 2 "$tmp/fortran/all_reduce" >"$tmp/fortran.out" 2>&1
+check "the Fortran example under hidet-nccl-run says there is no GPU" no_gpu_said "$tmp/fortran.out"
+mpirun --oversubscribe -np 2 "$tmp/fortran/mpi_all_reduce" >"$tmp/fortran_mpi.out" 2>&1
+check "the Fortran MPI example says there is no GPU" no_gpu_said "$tmp/fortran_mpi.out"
 
 # CMake: find_package(HidetNccl)
 cmake -S "$project" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DEXAMPLES="$examples" >"$tmp/cmake.log" 2>&1 &&

@@ -40,6 +40,12 @@ hidet_nccl_status_t hidet_nccl_mpi_comm_init(MPI_Comm comm, const hidet_nccl_ini
 /* The common case, after MPI_Init (or instead of it): a communicator over MPI_COMM_WORLD. */
 hidet_nccl_status_t hidet_nccl_mpi_init(int *comm_id);
 
+/* hidet_nccl_mpi_comm_init for Fortran: comm is a Fortran MPI handle (`integer` of `use mpi`,
+ * or the MPI_VAL of `use mpi_f08`'s type(MPI_Comm)), turned into an MPI_Comm by MPI_Comm_f2c.
+ * The Fortran module (bindings/fortran/hidet_nccl.f90) calls it. */
+hidet_nccl_status_t hidet_nccl_mpi_comm_init_fortran(MPI_Fint comm, const hidet_nccl_init_options_t *options,
+                                                     int *comm_id);
+
 #ifdef __cplusplus
 }
 #endif
