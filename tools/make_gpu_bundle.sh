@@ -25,13 +25,15 @@ targets=(
     //tools:hidet-nccl-bench
     //tools:bootstrap_cost_bench
     //:libhidet_nccl.so
+    //:hidet_nccl
+    //:hidet_nccl_mpi
 )
 bazel build "${targets[@]}"
 rm -rf "$dest"
 mkdir -p "$dest/bin"
 for t in "${targets[@]}"; do
     path=${t#//}
-    [[ $path == :* ]] && continue # the shared library goes with the Python package below
+    [[ $path == :* ]] && continue # libraries: for the Python package and the Fortran examples below
     cp "bazel-bin/${path/://}" "$dest/bin/"
 done
 mkdir -p "$dest/python"
@@ -39,6 +41,18 @@ cp -r bindings/python/hidet_nccl "$dest/python/"
 mkdir -p "$dest/python/hidet_nccl/lib"
 cp bazel-bin/libhidet_nccl.so "$dest/python/hidet_nccl/lib/libhidet_nccl.so.0"
 cp tests/python/torch_gpu_test.py "$dest/python/"
+# The Fortran examples (gfortran / mpifort; the module is compiled with them).
+fdir=$(mktemp -d)
+(cd "$fdir" && gfortran -c "$OLDPWD/bindings/fortran/hidet_nccl.f90" "$OLDPWD/examples/fortran/cuda_runtime.f90" \
+    "$OLDPWD/examples/fortran/all_reduce_check.f90" &&
+    gfortran -o fortran_all_reduce "$OLDPWD/examples/fortran/all_reduce.f90" ./*.o "$OLDPWD/bazel-bin/libhidet_nccl.a" \
+        -L"$(cat bazel-bin/external/local_cuda/root.txt 2>/dev/null || echo /usr/local/cuda)/lib64" -lcudart_static \
+        -ldl -lpthread -lrt -lz -lm &&
+    mpifort -o fortran_mpi_all_reduce "$OLDPWD/examples/fortran/mpi_all_reduce.f90" ./*.o \
+        "$OLDPWD/bazel-bin/libhidet_nccl_mpi.a" "$OLDPWD/bazel-bin/libhidet_nccl.a" \
+        -L/usr/local/cuda/lib64 -lcudart_static -ldl -lpthread -lrt -lz -lm)
+cp "$fdir/fortran_all_reduce" "$fdir/fortran_mpi_all_reduce" "$dest/bin/"
+rm -rf "$fdir"
 cp tools/gpu_bundle_run.sh "$dest/run.sh"
 cp tests/gpu/peer_death.sh "$dest/peer_death.sh"
 cp tools/gpu_two_nodes.sh "$dest/two_nodes.sh"
