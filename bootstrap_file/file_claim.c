@@ -30,8 +30,8 @@ static int same_file(const struct stat *a, const struct stat *b) {
            a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-/* Reads the round's claim into *m (its bytes in *data, freed by the caller). 1 read, 0 none,
- * -1 refused or not this round's claim (why). */
+/* Reads the round's claim into *m (its bytes in *data, freed by the caller; NULL unless 1).
+ * 1 read, 0 none, -1 refused or not this round's claim (why). */
 static int read_claim(const hn_bf_claim_t *c, uint8_t **data, hidet_nccl__bf_msg_t *m, char *why, size_t why_bytes) {
     size_t len = 0;
     *data = NULL;
@@ -39,8 +39,11 @@ static int read_claim(const hn_bf_claim_t *c, uint8_t **data, hidet_nccl__bf_msg
     if (got <= 0) return got;
     char inner[384];
     if (hidet_nccl__bf_parse(*data, len, m, inner, sizeof inner) != 0 ||
-        hidet_nccl__bf_expect(m, HN_BF_KIND_CLAIM, c->key, c->seq, c->world, c->root, inner, sizeof inner) != 0)
+        hidet_nccl__bf_expect(m, HN_BF_KIND_CLAIM, c->key, c->seq, c->world, c->root, inner, sizeof inner) != 0) {
+        free(*data);
+        *data = NULL;
         return WHY("%s: %s; refused", c->path, inner);
+    }
     return 1;
 }
 

@@ -423,9 +423,10 @@ static void test_two_answers_collide(void) {
     pthread_t t;
     pthread_create(&t, NULL, root_thread, &job);
     CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 1, 1, 3, 5.0), 0); /* rank 1 of one job */
-    usleep(200 * 1000);                                             /* the root reads it, waits for rank 2 */
-    CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 2, 1, 3, 5.0), 0); /* rank 1 of the other job */
     CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 3, 2, 3, 5.0), 0);
+    snprintf(path, sizeof path, "%s/hidet-nccl.twice.0.id", dir);
+    for (int i = 0; i < 1000 && access(path, F_OK) != 0; i++) usleep(10000); /* the root published */
+    CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 2, 1, 3, 5.0), 0); /* then rank 1 of the other job */
     pthread_join(t, NULL);
     CU_ASSERT_EQUAL(job.st, HIDET_NCCL_ERROR_BOOTSTRAP);
     CU_ASSERT_PTR_NOT_NULL(strstr(job.msg, "two processes answered this round's claim as rank 1"));
