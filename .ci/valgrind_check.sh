@@ -15,7 +15,7 @@ check() { # name binary args...
         echo "valgrind $name: no leak, no error"
     else
         echo "valgrind $name: FAILED"
-        grep -E "^==[0-9]+==" "$log" | head -40
+        grep -E "^==[0-9]+==|\.\.\.FAILED|^    [0-9]+\. " "$log" | head -40
         failed=$((failed + 1))
     fi
     rm -f "$log"

@@ -419,14 +419,16 @@ static void test_reader_gave_up(void) {
 static void test_two_answers_collide(void) {
     char dir[PATH_MAX], path[PATH_MAX + 64];
     new_dir(dir, sizeof dir);
-    root_job_t job = {dir, "twice", 10, 0, "", 0, 3};
+    root_job_t job = {dir, "twice", 60, 0, "", 0, 3}; /* long: under valgrind the root is slow */
     pthread_t t;
     pthread_create(&t, NULL, root_thread, &job);
-    CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 1, 1, 3, 5.0), 0); /* rank 1 of one job */
-    CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 3, 2, 3, 5.0), 0);
+    CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 1, 1, 3, 30.0), 0); /* rank 1 of one job */
+    CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 3, 2, 3, 30.0), 0);
     snprintf(path, sizeof path, "%s/hidet-nccl.twice.0.id", dir);
-    for (int i = 0; i < 1000 && access(path, F_OK) != 0; i++) usleep(10000); /* the root published */
-    CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 2, 1, 3, 5.0), 0); /* then rank 1 of the other job */
+    for (int i = 0; i < 5000 && access(path, F_OK) != 0; i++) usleep(10000); /* the root published */
+    CU_ASSERT_EQUAL(access(path, F_OK), 0);
+    CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 2, 1, 3, 30.0), 0); /* then rank 1 of the other job */
+
     pthread_join(t, NULL);
     CU_ASSERT_EQUAL(job.st, HIDET_NCCL_ERROR_BOOTSTRAP);
     CU_ASSERT_PTR_NOT_NULL(strstr(job.msg, "two processes answered this round's claim as rank 1"));
@@ -649,9 +651,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s PATH_TO_file_bootstrap_peer\n", argv[0]);
         return 1;
     }
-    const char *t = getenv("TEST_TMPDIR");
-    snprintf(g_base, sizeof g_base, "%s/bootstrap_file", t ? t : "/tmp");
-    mkdir(g_base, 0700);
+    const char *t = getenv("TEST_TMPDIR"); /* outside Bazel (valgrind in CI): a fresh directory per run */
+    snprintf(g_base, sizeof g_base, "%s/bootstrap_file.XXXXXX", t ? t : "/tmp");
+    if (mkdtemp(g_base) == NULL) return 1;
     static const hn_test_t tests[] = {
         {"1: 2 ranks get the root's bytes", test_2_ranks},
         {"1: 8 ranks", test_8_ranks},
