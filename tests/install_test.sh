@@ -86,9 +86,12 @@ mkdir -p "$tmp/fortran"
     gfortran -o all_reduce "$fortran/all_reduce.f90" hidet_nccl.o cuda_runtime.o all_reduce_check.o \
         $(pkg-config --static --libs hidet_nccl) &&
     mpifort -o mpi_all_reduce "$fortran/mpi_all_reduce.f90" hidet_nccl.o cuda_runtime.o all_reduce_check.o \
-        $(pkg-config --static --libs hidet_nccl_mpi)) >"$tmp/fortran.log" 2>&1
+        $(pkg-config --static --libs hidet_nccl_mpi) &&
+    gfortran -o cg_solve "$fortran/cg_solve.f90" hidet_nccl.o cuda_runtime.o \
+        $(pkg-config --static --libs hidet_nccl)) >"$tmp/fortran.log" 2>&1
 check "gfortran builds the Fortran example against the prefix" [ -x "$tmp/fortran/all_reduce" ] || cat "$tmp/fortran.log"
 check "mpifort builds the Fortran MPI example against the prefix" [ -x "$tmp/fortran/mpi_all_reduce" ]
+check "gfortran builds the Fortran CG example against the prefix" [ -x "$tmp/fortran/cg_solve" ]
 "$prefix/bin/hidet-nccl-run" -n 2 "$tmp/fortran/all_reduce" >"$tmp/fortran.out" 2>&1
 check "the Fortran example under hidet-nccl-run says there is no GPU" no_gpu_said "$tmp/fortran.out"
 mpirun --oversubscribe -np 2 "$tmp/fortran/mpi_all_reduce" >"$tmp/fortran_mpi.out" 2>&1

@@ -50,8 +50,10 @@ fdir=$(mktemp -d)
         -ldl -lpthread -lrt -lz -lm &&
     mpifort -o fortran_mpi_all_reduce "$OLDPWD/examples/fortran/mpi_all_reduce.f90" ./*.o \
         "$OLDPWD/bazel-bin/libhidet_nccl_mpi.a" "$OLDPWD/bazel-bin/libhidet_nccl.a" \
-        -L/usr/local/cuda/lib64 -lcudart_static -ldl -lpthread -lrt -lz -lm)
-cp "$fdir/fortran_all_reduce" "$fdir/fortran_mpi_all_reduce" "$dest/bin/"
+        -L/usr/local/cuda/lib64 -lcudart_static -ldl -lpthread -lrt -lz -lm &&
+    gfortran -o fortran_cg_solve "$OLDPWD/examples/fortran/cg_solve.f90" hidet_nccl.o cuda_runtime.o \
+        "$OLDPWD/bazel-bin/libhidet_nccl.a" -L/usr/local/cuda/lib64 -lcudart_static -ldl -lpthread -lrt -lz -lm)
+cp "$fdir/fortran_all_reduce" "$fdir/fortran_mpi_all_reduce" "$fdir/fortran_cg_solve" "$dest/bin/"
 rm -rf "$fdir"
 cp tools/gpu_bundle_run.sh "$dest/run.sh"
 cp tests/gpu/peer_death.sh "$dest/peer_death.sh"
