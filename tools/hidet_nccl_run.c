@@ -95,7 +95,11 @@ static void usage(FILE *f) {
             "HIDET_NCCL_JOB_KEY and HIDET_NCCL_RENDEZVOUS_DIR, or MASTER_ADDR and MASTER_PORT. When a\n"
             "rank fails, the others get\n"
             "SIGTERM, then SIGKILL after the grace period, and hidet-nccl-run exits with that rank's\n"
-            "code (128+signal if it was killed). SIGINT and SIGTERM are forwarded to every rank.\n");
+            "code (128+signal if it was killed). SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGALRM are\n"
+            "forwarded to every rank and stop the job (a second one kills at once); SIGUSR1 and SIGUSR2\n"
+            "are forwarded; a closed output (| head) stops the ranks with SIGTERM. Each rank runs in\n"
+            "its own process group: what a rank leaves running gets SIGTERM when it exits and\n"
+            "SIGKILL after the grace period.\n");
 }
 
 static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
