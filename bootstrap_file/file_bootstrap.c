@@ -533,8 +533,8 @@ static hidet_nccl_status_t reader_round(file_state_t *s, const round_t *rd, doub
             st = hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s", s->rank, why);
         else if (look < 0)
             snprintf(seen, sizeof seen, "%s", why);
-        else if (look == 1 && (st = put_hello(s, rd, &c, nonce, hello_path, msg, msg_bytes)) == HIDET_NCCL_SUCCESS)
-            answered = 1;
+        else if (look == 1) /* a failed answer leaves no hello of ours: never remove another's */
+            answered = (st = put_hello(s, rd, &c, nonce, hello_path, msg, msg_bytes)) == HIDET_NCCL_SUCCESS;
         if (st != HIDET_NCCL_SUCCESS) {
             if (answered) unlink(hello_path);
             return st;
