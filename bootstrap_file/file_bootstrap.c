@@ -252,10 +252,7 @@ static int hello_state(const file_state_t *s, const round_t *rd, int r, const st
     path_of(s, rd->seq, r, path, sizeof path);
     struct stat st;
     if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : 2;
-    return st.st_ino == seen->st_ino && st.st_mtim.tv_sec == seen->st_mtim.tv_sec &&
-                   st.st_mtim.tv_nsec == seen->st_mtim.tv_nsec && st.st_size == seen->st_size
-               ? 1
-               : 2;
+    return hidet_nccl__bf_same_file(&st, seen) ? 1 : 2;
 }
 
 /* Notes the identity of rank r's hello; taken before it is read, so that a replacement that

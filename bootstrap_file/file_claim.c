@@ -25,11 +25,6 @@ static void this_host(char host[HN_BF_HOST_BYTES + 1]) {
     host[HN_BF_HOST_BYTES] = '\0';
 }
 
-static int same_file(const struct stat *a, const struct stat *b) {
-    return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
-           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
 /* Reads the round's claim into *m (its bytes in *data, freed by the caller; NULL unless 1).
  * 1 read, 0 none, -1 refused or not this round's claim (why). */
 static int read_claim(const hn_bf_claim_t *c, uint8_t **data, hidet_nccl__bf_msg_t *m, char *why, size_t why_bytes) {
@@ -100,7 +95,7 @@ int hidet_nccl__bf_claim_take(hn_bf_claim_t *c, double hold_s, char *why, size_t
 
 int hidet_nccl__bf_claim_held(hn_bf_claim_t *c, char *why, size_t why_bytes) {
     struct stat st = {0};
-    if (lstat(c->path, &st) == 0 && same_file(&st, &c->seen)) return 0;
+    if (lstat(c->path, &st) == 0 && hidet_nccl__bf_same_file(&st, &c->seen)) return 0;
     uint8_t *data;
     hidet_nccl__bf_msg_t m;
     char inner[512];
@@ -122,7 +117,7 @@ int hidet_nccl__bf_claim_held(hn_bf_claim_t *c, char *why, size_t why_bytes) {
 int hidet_nccl__bf_claim_look(hn_bf_claim_t *c, char *why, size_t why_bytes) {
     struct stat st;
     if (lstat(c->path, &st) != 0) return 0;
-    if (c->have && same_file(&st, &c->seen)) return 0;
+    if (c->have && hidet_nccl__bf_same_file(&st, &c->seen)) return 0;
     uint8_t *data;
     hidet_nccl__bf_msg_t m;
     int got = read_claim(c, &data, &m, why, why_bytes);

@@ -108,6 +108,11 @@ int hidet_nccl__bf_publish_new(const char *path, const uint8_t *data, size_t len
     return put_in_place(path, data, len, 1, why, why_bytes);
 }
 
+int hidet_nccl__bf_same_file(const struct stat *a, const struct stat *b) {
+    return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
 int hidet_nccl__bf_random(void *out, size_t n, char *why, size_t why_bytes) {
     size_t got = 0;
     while (got < n) {

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* Refuses a directory that is missing, not a directory, or writable by its group or others
  * without the sticky bit (they could then replace our files). 0, or -1 and why. */
@@ -21,6 +22,9 @@ int hidet_nccl__bf_publish(const char *path, const uint8_t *data, size_t len, ch
 /* The same, but only where no file is (link(2) of the temporary file): 0 put, 1 a file is
  * already there (left as it is), -1 and why. */
 int hidet_nccl__bf_publish_new(const char *path, const uint8_t *data, size_t len, char *why, size_t why_bytes);
+
+/* 1 if a and b (lstat results) are the same file unchanged: device, inode, size, mtime. */
+int hidet_nccl__bf_same_file(const struct stat *a, const struct stat *b);
 
 /* n random bytes from the kernel. 0, or -1 and why. */
 int hidet_nccl__bf_random(void *out, size_t n, char *why, size_t why_bytes);

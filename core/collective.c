@@ -55,18 +55,17 @@ hidet_nccl_status_t hidet_nccl__move_plan(const hn_coll_t *c, hidet_nccl_dtype_t
 hidet_nccl_status_t hidet_nccl__reduce_plan(const hn_coll_t *c, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
                                             size_t count, size_t blocks, hidet_nccl_reduction_t *red,
                                             size_t *nccl_count, size_t *bytes) {
-    size_t unused;
-    if (hidet_nccl__is_custom_op(op)) {
-        ncclRedOp_t nccl_op;
-        HN_CHECK(hidet_nccl__custom_op(c, dtype, op, &nccl_op));
-        HN_CHECK(hidet_nccl__plan_for(c->name, dtype, HIDET_NCCL_SUM, count, c->n->version, red, &unused));
-        red->nccl_op = nccl_op;
-    } else {
-        HN_CHECK(hidet_nccl__plan_for(c->name, dtype, op, count, c->n->version, red, &unused));
-    }
-    size_t mult = red->count_multiplier;
-    return sizes(c, dtype, count, blocks, mult, mult * hidet_nccl__nccl_type_size(red->nccl_dtype), "count",
-                 nccl_count, bytes);
+    ncclRedOp_t nccl_op = 0;
+    int custom = hidet_nccl__is_custom_op(op);
+    if (custom) HN_CHECK(hidet_nccl__custom_op(c, dtype, op, &nccl_op));
+    /* the table, the NCCL version, and count's bytes against size_t */
+    HN_CHECK(hidet_nccl__plan_for(c->name, dtype, custom ? HIDET_NCCL_SUM : op, count, c->n->version, red, nccl_count));
+    if (custom) red->nccl_op = nccl_op;
+    size_t elem = red->count_multiplier * hidet_nccl__nccl_type_size(red->nccl_dtype);
+    if (blocks > 1) /* reduce_scatter's sendbuff: nranks times that */
+        return sizes(c, dtype, count, blocks, red->count_multiplier, elem, "count", nccl_count, bytes);
+    *bytes = count * elem;
+    return HIDET_NCCL_SUCCESS;
 }
 
 hidet_nccl_status_t hidet_nccl__coll_rank_arg(const hn_coll_t *c, int r, const char *what) {

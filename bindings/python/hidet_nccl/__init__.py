@@ -11,7 +11,6 @@ library's message. The guide: docs/python.md.
 import contextlib
 import ctypes
 
-from . import _arrays
 from ._arrays import DTYPES, OPS, dtype_from_dlpack, dtype_from_torch, dtype_from_typestr, view
 from ._lib import HidetNcclError, call, load
 

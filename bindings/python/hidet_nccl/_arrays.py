@@ -57,6 +57,13 @@ def dtype_from_dlpack(code, bits, lanes=1):
     return _DLPACK[(code, bits)]
 
 
+def _numel(shape):
+    count = 1
+    for n in shape:
+        count *= n
+    return count
+
+
 def _contiguous(shape, strides, itemsize):
     """C-contiguous in bytes-strides (None: contiguous)."""
     if strides is None:
@@ -121,15 +128,11 @@ def view(a, stream=None):
     if cai is not None:
         shape = tuple(cai["shape"])
         dtype = dtype_from_typestr(cai["typestr"])
-        itemsize = int(cai["typestr"][2:]) if dtype != "bool" else 1
-        if not _contiguous(shape, cai.get("strides"), itemsize):
+        if not _contiguous(shape, cai.get("strides"), int(cai["typestr"][2:])):
             raise ValueError("hidet_nccl: the array is not C-contiguous")
-        count = 1
-        for n in shape:
-            count *= n
         if stream is None:
             stream = cai.get("stream") or 0
-        return View(cai["data"][0], count, dtype, stream, a)
+        return View(cai["data"][0], _numel(shape), dtype, stream, a)
     if hasattr(a, "__dlpack__"):
         capsule = a.__dlpack__()
         managed = _get_capsule(capsule, b"dltensor")
@@ -143,9 +146,7 @@ def view(a, stream=None):
         strides = None if not t.strides else tuple(t.strides[i] * itemsize for i in range(t.ndim))
         if not _contiguous(shape, strides, itemsize):
             raise ValueError("hidet_nccl: the array is not C-contiguous")
-        count = 1
-        for n in shape:
-            count *= n
-        return View((t.data or 0) + t.byte_offset, count, dtype, 0 if stream is None else stream, (a, capsule))
+        return View((t.data or 0) + t.byte_offset, _numel(shape), dtype, 0 if stream is None else stream,
+                    (a, capsule))
     raise TypeError("hidet_nccl: %s is not an array hidet_nccl can use (a torch tensor, or an object with "
                     "__cuda_array_interface__ or __dlpack__)" % type(a).__name__)
