@@ -8,7 +8,7 @@ hidet_nccl_status_t hidet_nccl_all_gather(int comm_id, const void *sendbuff, voi
     hn_coll_t c;
     ncclDataType_t type;
     size_t nccl_count, bytes;
-    HN_CHECK(hidet_nccl__coll_begin(comm_id, "all_gather", &c));
+    HN_CHECK(hidet_nccl__coll_begin(comm_id, "all_gather", stream, &c));
     HN_CHECK(hidet_nccl__coll_ranks(&c));
     HN_CHECK(hidet_nccl__move_plan(&c, dtype, sendcount, (size_t)c.nranks, "sendcount", &type, &nccl_count, &bytes));
     if (sendcount == 0) return HIDET_NCCL_SUCCESS;

@@ -8,7 +8,7 @@ hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, voi
     hn_coll_t c;
     hidet_nccl_reduction_t red;
     size_t nccl_count, bytes;
-    HN_CHECK(hidet_nccl__coll_begin(comm_id, "all_reduce", &c));
+    HN_CHECK(hidet_nccl__coll_begin(comm_id, "all_reduce", stream, &c));
     HN_CHECK(hidet_nccl__reduce_plan(&c, dtype, op, count, 1, &red, &nccl_count, &bytes));
     if (count == 0) return HIDET_NCCL_SUCCESS;
     HN_CHECK(hidet_nccl__coll_buffer(&c, sendbuff, "sendbuff", count));

@@ -23,7 +23,7 @@ hidet_nccl_status_t hidet_nccl_all_to_all(int comm_id, const void *sendbuff, voi
     ncclDataType_t type;
     size_t nccl_count, bytes;
     int grouped_p2p;
-    HN_CHECK(hidet_nccl__coll_begin(comm_id, "all_to_all", &c));
+    HN_CHECK(hidet_nccl__coll_begin(comm_id, "all_to_all", stream, &c));
     HN_CHECK(hidet_nccl__coll_ranks(&c));
     HN_CHECK(hidet_nccl__move_plan(&c, dtype, count, (size_t)c.nranks, "count", &type, &nccl_count, &bytes));
     HN_CHECK(hidet_nccl__grouped_p2p((const void *)c.n->AlltoAll, &grouped_p2p));

@@ -74,7 +74,7 @@ hidet_nccl_status_t hidet_nccl_barrier(int comm_id, cudaStream_t stream) {
     HN_ENTER();
     hn_coll_t c;
     void *byte = NULL;
-    HN_CHECK(hidet_nccl__coll_begin(comm_id, "barrier", &c));
+    HN_CHECK(hidet_nccl__coll_begin(comm_id, "barrier", stream, &c));
     HN_CHECK(scratch_of(&c, &byte));
     ncclResult_t r = c.n->AllReduce(byte, byte, 1, ncclUint8, ncclMax, c.comm, stream);
     return hidet_nccl__coll_end(&c, r, "ncclAllReduce (barrier)", 1, HIDET_NCCL_UINT8, NULL, 0);

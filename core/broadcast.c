@@ -8,7 +8,7 @@ hidet_nccl_status_t hidet_nccl_broadcast(int comm_id, const void *sendbuff, void
     hn_coll_t c;
     ncclDataType_t type;
     size_t nccl_count, bytes;
-    HN_CHECK(hidet_nccl__coll_begin(comm_id, "broadcast", &c));
+    HN_CHECK(hidet_nccl__coll_begin(comm_id, "broadcast", stream, &c));
     HN_CHECK(hidet_nccl__move_plan(&c, dtype, count, 1, "count", &type, &nccl_count, &bytes));
     HN_CHECK(hidet_nccl__coll_ranks(&c));
     HN_CHECK(hidet_nccl__coll_rank_arg(&c, root, "root"));

@@ -12,11 +12,13 @@
 #include "core/settings_int.h"
 #include "core/wait_int.h"
 
-hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, hn_coll_t *c) {
-    *c = (hn_coll_t){comm_id, NULL, NULL, name, -1, -1};
-    int nranks = 0;
-    HN_CHECK(hidet_nccl__registry_lookup(comm_id, &c->comm, NULL, &nranks));
-    if (nranks > 0) c->nranks = nranks; /* known for an owned communicator */
+hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, cudaStream_t stream, hn_coll_t *c) {
+    *c = (hn_coll_t){comm_id, NULL, NULL, name, -1, -1, stream, -1, NULL};
+    hn_slot_t slot;
+    HN_CHECK(hidet_nccl__registry_coll(comm_id, &slot));
+    c->comm = slot.comm;
+    c->trace = slot.trace;
+    if (slot.nranks > 0) c->nranks = slot.nranks; /* known for an owned communicator */
     c->n = hidet_nccl__nccl_loaded(); /* a registered communicator implies a loaded NCCL */
     return HIDET_NCCL_SUCCESS;
 }
@@ -52,10 +54,11 @@ hidet_nccl_status_t hidet_nccl__move_plan(const hn_coll_t *c, hidet_nccl_dtype_t
     return sizes(c, dtype, count, blocks, mult, mult * hidet_nccl__nccl_type_size(*type), what, nccl_count, bytes);
 }
 
-hidet_nccl_status_t hidet_nccl__reduce_plan(const hn_coll_t *c, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
+hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
                                             size_t count, size_t blocks, hidet_nccl_reduction_t *red,
                                             size_t *nccl_count, size_t *bytes) {
     ncclRedOp_t nccl_op = 0;
+    c->op = (int)op;
     int custom = hidet_nccl__is_custom_op(op);
     if (custom) HN_CHECK(hidet_nccl__custom_op(c, dtype, op, &nccl_op));
     /* the table, the NCCL version, and count's bytes against size_t */
@@ -104,6 +107,7 @@ hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_o
     if (!*done) return HIDET_NCCL_SUCCESS;
     size_t elem = hidet_nccl__nccl_type_size(red->nccl_dtype);
     if (!hidet_nccl__is_custom_op(op)) { /* every op of one value is that value: a copy, exact */
+        if (c->trace != NULL) hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, -1, stream, ncclSuccess);
         if (recv == send) return HIDET_NCCL_SUCCESS;
         cudaError_t e = cudaMemcpyAsync(recv, send, nccl_count * elem, cudaMemcpyDeviceToDevice, stream);
         if (e == cudaSuccess) return HIDET_NCCL_SUCCESS;
@@ -122,6 +126,8 @@ hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_o
 
 hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call, size_t count,
                                          hidet_nccl_dtype_t dtype, const char *who, int rank) {
+    if (c->trace != NULL)
+        hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, who != NULL ? rank : -1, c->stream, r);
     if (r == ncclSuccess) {
         if (hidet_nccl__group_depth() > 0) return hidet_nccl__group_track(c->comm);
         return HIDET_NCCL_SUCCESS;
@@ -131,9 +137,9 @@ hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, con
     snprintf(call, sizeof call, "%s(communicator id %d, count %zu of %s%s)", nccl_call, c->id, count,
              hidet_nccl__dtype_str(dtype), tail);
     if (r != ncclInProgress) {
-        char why[160];
-        snprintf(why, sizeof why, "aborted after %.100s failed (error policy ABORT_COMM)", nccl_call);
-        return hidet_nccl__comm_failed(c->id, hidet_nccl__nccl_fail(c->name, call, r, c->comm), 0, why);
+        char event[160];
+        snprintf(event, sizeof event, "%.100s failed (error policy ABORT_COMM)", nccl_call);
+        return hidet_nccl__comm_failed(c->id, hidet_nccl__nccl_fail(c->name, call, r, c->comm), 0, event);
     }
     /* A non-blocking communicator may still be enqueuing (e.g. connecting on first use). */
     if (hidet_nccl__group_depth() > 0) return hidet_nccl__group_track(c->comm);

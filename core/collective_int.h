@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "core/nccl_loader_int.h"
+#include "core/trace_int.h"
 #include "hidet_nccl/hidet_nccl.h"
 
 /* One call's communicator. nranks is known after begin for an owned communicator (else -1),
@@ -16,12 +17,15 @@ typedef struct {
     int id;
     ncclComm_t comm;
     const hn_nccl_t *n;
-    const char *name; /* "broadcast", for messages */
+    const char *name; /* "broadcast", for messages and the flight recorder */
     int nranks, rank;
+    cudaStream_t stream;
+    int op;             /* the reduction's hidet_nccl_op_t (set by reduce_plan), or -1 */
+    hn_trace_t *trace;  /* the communicator's flight recorder, or NULL */
 } hn_coll_t;
 
-/* The communicator of a live id (nothing else is asked of NCCL yet). */
-hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, hn_coll_t *c);
+/* The communicator of a live id that has not failed (nothing else is asked of NCCL yet). */
+hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, cudaStream_t stream, hn_coll_t *c);
 /* Its number of ranks and this rank, from NCCL. */
 hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c);
 
@@ -33,7 +37,7 @@ hidet_nccl_status_t hidet_nccl__move_plan(const hn_coll_t *c, hidet_nccl_dtype_t
 /* How `count * blocks` elements of dtype reduce with op (a hidet_nccl_op_t, or an op of
  * hidet_nccl_op_premul_sum for this communicator and dtype): the reduction, *nccl_count per
  * `count`, *bytes per `count`. Refusals as all_reduce's, naming the collective. */
-hidet_nccl_status_t hidet_nccl__reduce_plan(const hn_coll_t *c, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
+hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
                                             size_t count, size_t blocks, hidet_nccl_reduction_t *red,
                                             size_t *nccl_count, size_t *bytes);
 
@@ -55,7 +59,8 @@ hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_o
                                                 const void *send, void *recv, size_t count, hidet_nccl_dtype_t dtype,
                                                 size_t nccl_count, cudaStream_t stream, int *done);
 
-/* After the NCCL call nccl_call ("ncclBroadcast") returned r: inside a group, the
+/* After the NCCL call nccl_call ("ncclBroadcast") returned r: the flight recorder records it
+ * (count, dtype, c's op and stream, who's rank: -1 when who is NULL); inside a group, the
  * communicator is tracked for group_end; ncclInProgress (a non-blocking communicator) is
  * awaited; a failure applies the communicator's error policy. The message names the call,
  * count, dtype and (who not NULL) the root or peer; it is made only when needed. */

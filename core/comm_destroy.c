@@ -36,13 +36,23 @@ static hidet_nccl_status_t release(const hn_nccl_t *n, ncclComm_t comm, int id) 
     return HIDET_NCCL_SUCCESS;
 }
 
+/* A failed communicator: its peers may be gone, so no finalize; ncclCommAbort. */
+static hidet_nccl_status_t release_failed(const hn_nccl_t *n, ncclComm_t comm, int id) {
+    ncclResult_t r = n->CommAbort(comm);
+    if (r == ncclSuccess) return HIDET_NCCL_SUCCESS;
+    char what[96];
+    snprintf(what, sizeof what, "ncclCommAbort of failed communicator id %d", id);
+    return hidet_nccl__nccl_fail("hidet_nccl_comm_destroy", what, r, NULL);
+}
+
 hidet_nccl_status_t hidet_nccl_comm_destroy(int comm_id) {
     HN_ENTER();
     ncclComm_t comm;
-    int owned;
-    HN_CHECK(hidet_nccl__registry_kill(comm_id, NULL, &comm, &owned));
+    int owned, failed;
+    HN_CHECK(hidet_nccl__registry_kill(comm_id, NULL, &comm, &owned, &failed));
     if (!owned) return HIDET_NCCL_SUCCESS; /* borrowed: the caller destroys it */
     const hn_nccl_t *n = hidet_nccl__nccl_loaded(); /* an owned communicator implies a loaded NCCL */
+    if (failed) return release_failed(n, comm, comm_id);
     return release(n, comm, comm_id);
 }
 
@@ -57,7 +67,8 @@ hidet_nccl_status_t hidet_nccl_finalize(void) {
     int released = 0;
     for (int i = 0; i < count; i++) {
         if (!slots[i].owned || n == NULL) continue;
-        hidet_nccl_status_t st = release(n, slots[i].comm, slots[i].id);
+        hidet_nccl_status_t st = slots[i].failed ? release_failed(n, slots[i].comm, slots[i].id)
+                                                 : release(n, slots[i].comm, slots[i].id);
         released++;
         if (st != HIDET_NCCL_SUCCESS && first == HIDET_NCCL_SUCCESS) {
             first = st;

@@ -8,13 +8,17 @@
 #include "core/error_int.h"
 #include "core/health_int.h"
 #include "core/registry_int.h"
+#include "core/trace_int.h"
 #include "core/wait_int.h"
 
-/* Kills the id and aborts an owned communicator; why ends "communicator id N was <why>". */
-static void abort_comm(const hn_nccl_t *n, int id, const char *why) {
+/* Kills the id and aborts an owned communicator; later uses say "communicator id N was
+ * aborted after <event>". */
+static void abort_comm(const hn_nccl_t *n, int id, const char *event) {
     ncclComm_t comm;
     int owned;
-    if (hidet_nccl__registry_kill(id, why, &comm, &owned) != HIDET_NCCL_SUCCESS) return; /* gone already */
+    char why[192];
+    snprintf(why, sizeof why, "aborted after %s", event);
+    if (hidet_nccl__registry_kill(id, why, &comm, &owned, NULL) != HIDET_NCCL_SUCCESS) return; /* gone already */
     if (owned) {
         n->CommAbort(comm);
         hidet_nccl__append_error("communicator id %d was aborted; its id is dead", id);
@@ -24,9 +28,10 @@ static void abort_comm(const hn_nccl_t *n, int id, const char *why) {
     }
 }
 
-hidet_nccl_status_t hidet_nccl__comm_failed(int id, hidet_nccl_status_t st, int always_abort, const char *why) {
+hidet_nccl_status_t hidet_nccl__comm_failed(int id, hidet_nccl_status_t st, int broken, const char *event) {
     hidet_nccl_error_policy_t policy = HIDET_NCCL_ON_ERROR_RETURN;
     if (hidet_nccl__registry_policy(id, &policy) != HIDET_NCCL_SUCCESS) return st; /* dead already */
+    hidet_nccl__trace_dump_on_failure(event);
     if (policy == HIDET_NCCL_ON_ERROR_ABORT_PROCESS) {
         fprintf(stderr, "%s\nhidet_nccl: communicator id %d has the error policy HIDET_NCCL_ON_ERROR_ABORT_PROCESS: "
                         "aborting the process\n", hidet_nccl_last_error(), id);
@@ -34,7 +39,17 @@ hidet_nccl_status_t hidet_nccl__comm_failed(int id, hidet_nccl_status_t st, int 
         abort();
     }
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
-    if ((always_abort || policy == HIDET_NCCL_ON_ERROR_ABORT_COMM) && n != NULL) abort_comm(n, id, why);
+    if (n == NULL) return st;
+    if (policy == HIDET_NCCL_ON_ERROR_ABORT_COMM) {
+        abort_comm(n, id, event);
+    } else if (broken && n->CommShrink != NULL) { /* kept for the survivors' shrink */
+        if (hidet_nccl__registry_fail(id, event) == HIDET_NCCL_SUCCESS)
+            hidet_nccl__append_error("communicator id %d is failed: it takes no more collectives; shrink it "
+                                     "(hidet_nccl_comm_shrink, HIDET_NCCL_SHRINK_ABORT) to carry on without the "
+                                     "ranks that left, or destroy it", id);
+    } else if (broken) {
+        abort_comm(n, id, event);
+    }
     return st;
 }
 
@@ -65,14 +80,17 @@ hidet_nccl_status_t hidet_nccl_comm_check(int comm_id) {
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
     hidet_nccl_status_t st = async_error(n, comm_id, comm, "comm_check");
     if (st == HIDET_NCCL_SUCCESS) return st;
-    return hidet_nccl__comm_failed(comm_id, st, 0, "aborted after hidet_nccl_comm_check found an NCCL error");
+    return hidet_nccl__comm_failed(comm_id, st, 0, "hidet_nccl_comm_check found an NCCL error");
 }
 
 hidet_nccl_status_t hidet_nccl_comm_abort(int comm_id) {
     HN_ENTER();
     ncclComm_t comm;
     int owned;
-    HN_CHECK(hidet_nccl__registry_kill(comm_id, "aborted by hidet_nccl_comm_abort", &comm, &owned));
+    hn_slot_t slot;
+    HN_CHECK(hidet_nccl__registry_get(comm_id, 1, &slot));
+    hidet_nccl__trace_dump_on_failure("hidet_nccl_comm_abort");
+    HN_CHECK(hidet_nccl__registry_kill(comm_id, "aborted by hidet_nccl_comm_abort", &comm, &owned, NULL));
     if (owned) hidet_nccl__nccl_loaded()->CommAbort(comm);
     return HIDET_NCCL_SUCCESS;
 }
@@ -92,12 +110,12 @@ hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, doubl
         /* Checked after the query: work that finished with an error is not taken as done. */
         hidet_nccl_status_t st = async_error(n, comm_id, comm, what);
         if (st != HIDET_NCCL_SUCCESS)
-            return hidet_nccl__comm_failed(comm_id, st, 1, "aborted by hidet_nccl_comm_wait after an NCCL error");
+            return hidet_nccl__comm_failed(comm_id, st, 1, "hidet_nccl_comm_wait found an NCCL error");
         if (q == cudaSuccess) return HIDET_NCCL_SUCCESS;
         if (q != cudaErrorNotReady) {
             st = hidet_nccl__cuda_fail(__func__, "cudaStreamQuery", q);
             hidet_nccl__append_error("awaiting communicator id %d", comm_id);
-            return hidet_nccl__comm_failed(comm_id, st, 0, "aborted after its stream failed in hidet_nccl_comm_wait");
+            return hidet_nccl__comm_failed(comm_id, st, 0, "its stream failed in hidet_nccl_comm_wait");
         }
         if (hidet_nccl__poll_expired(&poll)) {
             char who[64];
@@ -106,7 +124,7 @@ hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, doubl
                          "the work queued on stream %p was not done within %.1f s; communicator id %d (%s) reports "
                          "no error, so a peer is probably dead or stopped, or has not called the same collectives",
                          (void *)stream, timeout_s, comm_id, who);
-            return hidet_nccl__comm_failed(comm_id, st, 1, "aborted by hidet_nccl_comm_wait at its deadline");
+            return hidet_nccl__comm_failed(comm_id, st, 1, "hidet_nccl_comm_wait passed its deadline");
         }
         hidet_nccl__poll_pause(&poll);
     }

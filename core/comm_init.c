@@ -109,7 +109,9 @@ hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *ids, i
         if (hidet_nccl__group_depth() > 0) HN_CHECK(hidet_nccl__group_track(comm));
         else HN_CHECK(hidet_nccl__await(n, &comm, 1, timeout, 1, what));
     }
-    hidet_nccl_status_t st = hidet_nccl__registry_add(comm, 1, nranks, comm_id);
+    hidet_nccl_status_t st =
+        hidet_nccl__registry_add(comm, 1, nranks, hidet_nccl__trace_key_id(ids, (size_t)nids * sizeof *ids, nranks),
+                                 comm_id);
     if (st != HIDET_NCCL_SUCCESS) {
         n->CommDestroy(comm);
         return st;
@@ -165,12 +167,13 @@ static void abort_all(const hn_nccl_t *n, ncclComm_t *comms, int ndev) {
  * thread (blocking mode: ncclGroupEnd returns when all are ready), then awaited. On failure
  * every communicator made is aborted. */
 static hidet_nccl_status_t init_group(const hn_nccl_t *n, int ndev, const int *devices, ncclComm_t *comms,
-                                      double timeout) {
+                                      double timeout, uint32_t *key) {
     int blocking;
     HN_CHECK(hidet_nccl__want_blocking(&blocking));
     ncclUniqueId id;
     ncclResult_t r = n->GetUniqueId(&id);
     if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, "ncclGetUniqueId", r, NULL);
+    *key = hidet_nccl__trace_key_id(&id, sizeof id, ndev);
     r = n->GroupStart();
     if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, "ncclGroupStart", r, NULL);
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
@@ -197,18 +200,20 @@ static hidet_nccl_status_t init_group(const hn_nccl_t *n, int ndev, const int *d
 
 /* Registers every communicator, or none: on a failure the ids given so far are taken back
  * and every communicator is destroyed. */
-static hidet_nccl_status_t register_all(const hn_nccl_t *n, int ndev, ncclComm_t *comms, int *comm_ids) {
+static hidet_nccl_status_t register_all(const hn_nccl_t *n, int ndev, ncclComm_t *comms, uint32_t key,
+                                        int *comm_ids) {
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
     int done = 0;
     for (; done < ndev && st == HIDET_NCCL_SUCCESS; done++) {
-        st = hidet_nccl__registry_add(comms[done], 1, ndev, &comm_ids[done]);
+        st = hidet_nccl__registry_add(comms[done], 1, ndev, key, &comm_ids[done]);
         if (st != HIDET_NCCL_SUCCESS) break;
     }
     if (st == HIDET_NCCL_SUCCESS) return st;
     for (int i = 0; i < done; i++) {
         ncclComm_t c;
         int owned;
-        hidet_nccl__registry_kill(comm_ids[i], "released: hidet_nccl_comm_init_all failed after giving it", &c, &owned);
+        hidet_nccl__registry_kill(comm_ids[i], "released: hidet_nccl_comm_init_all failed after giving it", &c, &owned,
+                                  NULL);
     }
     for (int i = 0; i < ndev; i++) {
         n->CommDestroy(comms[i]);
@@ -232,8 +237,9 @@ hidet_nccl_status_t hidet_nccl_comm_init_all(int ndev, const int *devices, int *
     if (comms == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d communicators", ndev);
     int saved_device = 0;
     cudaGetDevice(&saved_device);
-    hidet_nccl_status_t st = init_group(n, ndev, devices, comms, timeout);
-    if (st == HIDET_NCCL_SUCCESS) st = register_all(n, ndev, comms, comm_ids); /* nothing half-made is left behind */
+    uint32_t key = 0;
+    hidet_nccl_status_t st = init_group(n, ndev, devices, comms, timeout, &key);
+    if (st == HIDET_NCCL_SUCCESS) st = register_all(n, ndev, comms, key, comm_ids); /* nothing half-made is left behind */
     if (st != HIDET_NCCL_SUCCESS)
         for (int i = 0; i < ndev; i++) comm_ids[i] = -1;
     cudaSetDevice(saved_device);

@@ -7,8 +7,9 @@ typedef enum { QUERY_RANK, QUERY_SIZE, QUERY_DEVICE } query_t;
 
 static hidet_nccl_status_t query(const char *func, int comm_id, int *out, query_t what) {
     if (out == NULL) return hidet_nccl__fail(HIDET_NCCL_ERROR_INVALID_ARGUMENT, func, "output argument is NULL");
-    ncclComm_t comm;
-    HN_CHECK(hidet_nccl__registry_lookup(comm_id, &comm, NULL, NULL));
+    hn_slot_t slot; /* a failed communicator still answers */
+    HN_CHECK(hidet_nccl__registry_get(comm_id, 1, &slot));
+    ncclComm_t comm = slot.comm;
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));
     ncclResult_t r = what == QUERY_RANK   ? n->CommUserRank(comm, out)
@@ -37,6 +38,8 @@ hidet_nccl_status_t hidet_nccl_comm_device(int comm_id, int *device) {
 hidet_nccl_status_t hidet_nccl_comm_is_owned(int comm_id, int *owned) {
     HN_ENTER();
     HN_CHECK_NOT_NULL(owned);
-    ncclComm_t comm;
-    return hidet_nccl__registry_lookup(comm_id, &comm, owned, NULL);
+    hn_slot_t slot;
+    HN_CHECK(hidet_nccl__registry_get(comm_id, 1, &slot));
+    *owned = slot.owned;
+    return HIDET_NCCL_SUCCESS;
 }

@@ -35,7 +35,7 @@ static void late_split(void *p, ncclResult_t r) {
  * deadline. At the deadline the parent is still inside NCCL's split: its id is made dead
  * (neither usable nor destroyable) and it is left to the process exit. */
 static hidet_nccl_status_t split_blocking(const hn_nccl_t *n, int comm_id, ncclComm_t parent, int color, int key,
-                                          double timeout, const char *what, int *new_id) {
+                                          uint32_t trace_key, double timeout, const char *what, int *new_id) {
     split_job_t job = {n, parent, NULL, color, key};
     ncclResult_t r;
     int device;
@@ -46,7 +46,7 @@ static hidet_nccl_status_t split_blocking(const hn_nccl_t *n, int comm_id, ncclC
         ncclComm_t dropped;
         int owned;
         if (hidet_nccl__registry_kill(comm_id, "left inside an ncclCommSplit that passed its deadline", &dropped,
-                                      &owned) == HIDET_NCCL_SUCCESS)
+                                      &owned, NULL) == HIDET_NCCL_SUCCESS)
             hidet_nccl__append_error("communicator id %d is dead: it is still inside that split", comm_id);
         return HIDET_NCCL_ERROR_TIMEOUT;
     }
@@ -62,7 +62,7 @@ static hidet_nccl_status_t split_blocking(const hn_nccl_t *n, int comm_id, ncclC
     }
     int made_ranks = 0;
     n->CommCount(job.child, &made_ranks);
-    st = hidet_nccl__registry_add(job.child, 1, made_ranks, new_id);
+    st = hidet_nccl__registry_add(job.child, 1, made_ranks, trace_key, new_id);
     if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(job.child);
     return st;
 }
@@ -88,8 +88,10 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
     snprintf(what, sizeof what, "ncclCommSplit of communicator id %d (color %d, key %d)", comm_id, color, key);
     int blocking;
     HN_CHECK(hidet_nccl__want_blocking(&blocking));
+    uint32_t trace_key;
+    HN_CHECK(hidet_nccl__registry_child_key(comm_id, "split", color, &trace_key));
     if (blocking && hidet_nccl__group_depth() == 0)
-        return split_blocking(n, comm_id, parent, color, key, timeout, what, new_id);
+        return split_blocking(n, comm_id, parent, color, key, trace_key, timeout, what, new_id);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     /* NCCL writes the new communicator when the split's job has run, which for a
@@ -100,7 +102,7 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
     int in_group = hidet_nccl__group_depth() > 0;
     int id = -1;
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    if (in_group && color != HIDET_NCCL_SPLIT_NOCOLOR) st = hidet_nccl__registry_add(NULL, 1, 0, &id);
+    if (in_group && color != HIDET_NCCL_SPLIT_NOCOLOR) st = hidet_nccl__registry_add(NULL, 1, 0, trace_key, &id);
     if (st != HIDET_NCCL_SUCCESS) {
         free(child);
         return st;
@@ -132,7 +134,7 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
     }
     int made_ranks = 0;
     n->CommCount(made, &made_ranks);
-    st = hidet_nccl__registry_add(made, 1, made_ranks, new_id);
+    st = hidet_nccl__registry_add(made, 1, made_ranks, trace_key, new_id);
     if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(made);
     return st;
 }

@@ -43,7 +43,7 @@ static hidet_nccl_status_t rooted(const direction_t *d, int comm_id, const void 
     ncclDataType_t type;
     size_t nccl_count, bytes;
     int grouped_p2p;
-    HN_CHECK(hidet_nccl__coll_begin(comm_id, d->name, &c));
+    HN_CHECK(hidet_nccl__coll_begin(comm_id, d->name, stream, &c));
     HN_CHECK(hidet_nccl__coll_ranks(&c));
     HN_CHECK(hidet_nccl__move_plan(&c, dtype, count, (size_t)c.nranks, "count", &type, &nccl_count, &bytes));
     HN_CHECK(hidet_nccl__coll_rank_arg(&c, root, "root"));

@@ -76,6 +76,8 @@ static const struct {
     {"ncclAlltoAll", offsetof(hn_nccl_t, AlltoAll), 0},
     {"ncclGather", offsetof(hn_nccl_t, Gather), 0},
     {"ncclScatter", offsetof(hn_nccl_t, Scatter), 0},
+    {"ncclCommShrink", offsetof(hn_nccl_t, CommShrink), 0},
+    {"ncclCommRevoke", offsetof(hn_nccl_t, CommRevoke), 0},
 };
 
 /* Fills t from handle; on a missing required symbol returns its name. */

@@ -53,6 +53,9 @@ typedef struct {
                            ncclComm_t comm, cudaStream_t stream);              /* 2.28 */
     ncclResult_t (*Scatter)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
                             ncclComm_t comm, cudaStream_t stream);             /* 2.28 */
+    ncclResult_t (*CommShrink)(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t *newcomm,
+                               ncclConfig_t *config, int flags);               /* 2.27 */
+    ncclResult_t (*CommRevoke)(ncclComm_t comm, int flags);                    /* 2.28.7 */
     /* Filled by the loader. */
     int version;      /* normalized: X*10000 + Y*100 + Z */
     char path[4096];  /* where it was loaded from */

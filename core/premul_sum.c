@@ -68,7 +68,7 @@ hidet_nccl_status_t hidet_nccl_op_premul_sum(int comm_id, hidet_nccl_dtype_t dty
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "scalar_on_device %d is not 0 (host) or 1 (device)",
                        scalar_on_device);
     hn_coll_t c;
-    HN_CHECK(hidet_nccl__coll_begin(comm_id, "op_premul_sum", &c));
+    HN_CHECK(hidet_nccl__coll_begin(comm_id, "op_premul_sum", NULL, &c));
     hidet_nccl_reduction_t red;
     size_t unused;
     if (!hidet_nccl__sum_allowed(dtype))
@@ -112,7 +112,7 @@ hidet_nccl_status_t hidet_nccl_op_destroy(int comm_id, hidet_nccl_op_t op) {
                        "op %d is not a scaled sum of hidet_nccl_op_premul_sum (built-in ops are never destroyed)",
                        (int)op);
     hn_coll_t c;
-    HN_CHECK(hidet_nccl__coll_begin(comm_id, "op_destroy", &c));
+    HN_CHECK(hidet_nccl__coll_begin(comm_id, "op_destroy", NULL, &c));
     pthread_mutex_lock(&g_lock);
     custom_t k = g_ops[(int)op - OP_BASE];
     hidet_nccl_status_t st = check(&c, &k, k.dtype, op);

@@ -8,7 +8,7 @@ hidet_nccl_status_t hidet_nccl_reduce(int comm_id, const void *sendbuff, void *r
     hn_coll_t c;
     hidet_nccl_reduction_t red;
     size_t nccl_count, bytes;
-    HN_CHECK(hidet_nccl__coll_begin(comm_id, "reduce", &c));
+    HN_CHECK(hidet_nccl__coll_begin(comm_id, "reduce", stream, &c));
     HN_CHECK(hidet_nccl__reduce_plan(&c, dtype, op, count, 1, &red, &nccl_count, &bytes));
     HN_CHECK(hidet_nccl__coll_ranks(&c));
     HN_CHECK(hidet_nccl__coll_rank_arg(&c, root, "root"));

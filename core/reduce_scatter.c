@@ -8,7 +8,7 @@ hidet_nccl_status_t hidet_nccl_reduce_scatter(int comm_id, const void *sendbuff,
     hn_coll_t c;
     hidet_nccl_reduction_t red;
     size_t nccl_count, bytes;
-    HN_CHECK(hidet_nccl__coll_begin(comm_id, "reduce_scatter", &c));
+    HN_CHECK(hidet_nccl__coll_begin(comm_id, "reduce_scatter", stream, &c));
     HN_CHECK(hidet_nccl__coll_ranks(&c));
     HN_CHECK(hidet_nccl__reduce_plan(&c, dtype, op, recvcount, (size_t)c.nranks, &red, &nccl_count, &bytes));
     if (recvcount == 0) return HIDET_NCCL_SUCCESS;

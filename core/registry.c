@@ -19,8 +19,13 @@ typedef struct {
     int live;
     int pending; /* reserved by a split inside a group; filled at group_end */
     int nranks;  /* 0: unknown (borrowed) */
+    int failed;  /* live, but only shrink, revoke, destroy and abort take it */
     hidet_nccl_error_policy_t policy;
-    char why[128]; /* why a dead id is dead; empty: destroyed */
+    uint32_t key;     /* the recorder's name of the communicator, the same on every rank */
+    uint32_t children; /* splits and shrinks made of it: the ordinal in a child's key */
+    hn_trace_t *trace; /* the flight recorder's ring, kept after death for dumps; NULL: none yet, or off */
+    int trace_tried;   /* the ring was made (or the recorder is off) at the first collective */
+    char why[160];     /* why a dead id is dead (empty: destroyed), or why a failed one failed */
 } slot_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -28,7 +33,7 @@ static slot_t *g_slots;
 static int g_count;    /* ids handed out */
 static int g_capacity;
 
-static hidet_nccl_status_t check_id_locked(int id) {
+static hidet_nccl_status_t check_id_locked(int id, int accept_failed) {
     if (id < 0)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM, "communicator id %d is negative", id);
     if (g_count == 0)
@@ -46,6 +51,11 @@ static hidet_nccl_status_t check_id_locked(int id) {
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
                        "communicator id %d is not ready: it comes from a split inside a group that has not ended "
                        "(call hidet_nccl_group_end first)", id);
+    if (g_slots[id].failed && !accept_failed)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM,
+                       "communicator id %d failed (%s): it takes no more collectives; the survivors make a new one "
+                       "with hidet_nccl_comm_shrink (HIDET_NCCL_SHRINK_ABORT), and hidet_nccl_comm_destroy releases it",
+                       id, g_slots[id].why);
     return HIDET_NCCL_SUCCESS;
 }
 
@@ -61,20 +71,33 @@ static hidet_nccl_status_t reserve_locked(int needed) {
     return HIDET_NCCL_SUCCESS;
 }
 
-static hidet_nccl_status_t add_locked(ncclComm_t comm, kind_t kind, int nranks, int *id) {
+/* The ring's rank and size, from NCCL: for an owned communicator when its ring is made, for
+ * a borrowed one (which a test may fake) only when it is dumped. */
+static void place_trace(hn_trace_t *t, ncclComm_t comm, int nranks) {
+    const hn_nccl_t *n = hidet_nccl__nccl_loaded();
+    if (t == NULL || comm == NULL || n == NULL) return;
+    int rank = -1;
+    if (n->CommUserRank(comm, &rank) != ncclSuccess) rank = -1;
+    if (nranks <= 0 && n->CommCount(comm, &nranks) != ncclSuccess) nranks = -1;
+    hidet_nccl__trace_set_place(t, rank, nranks);
+}
+
+static hidet_nccl_status_t add_locked(ncclComm_t comm, kind_t kind, int nranks, uint32_t key, int *id) {
     hidet_nccl_status_t st = g_count == INT_MAX
                                  ? HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "the registry is full (%d ids)", g_count)
                                  : reserve_locked(g_count + 1);
     if (st == HIDET_NCCL_SUCCESS) {
-        g_slots[g_count] = (slot_t){comm, kind, 1, comm == NULL, nranks, HIDET_NCCL_ON_ERROR_RETURN, ""};
+        g_slots[g_count] = (slot_t){comm, kind, 1, comm == NULL, nranks, 0, HIDET_NCCL_ON_ERROR_RETURN, key, 0, NULL,
+                                    0, ""};
         *id = g_count++;
     }
     return st;
 }
 
-hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int *id) {
+hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, uint32_t key, int *id) {
+    hidet_nccl__trace_signal_install();
     pthread_mutex_lock(&g_lock);
-    hidet_nccl_status_t st = add_locked(comm, owned ? KIND_OWNED : KIND_ADOPTED, nranks, id);
+    hidet_nccl_status_t st = add_locked(comm, owned ? KIND_OWNED : KIND_ADOPTED, nranks, key, id);
     pthread_mutex_unlock(&g_lock);
     return st;
 }
@@ -90,25 +113,62 @@ void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks) {
     pthread_mutex_unlock(&g_lock);
 }
 
-hidet_nccl_status_t hidet_nccl__registry_lookup(int id, ncclComm_t *comm, int *owned, int *nranks) {
+hidet_nccl_status_t hidet_nccl__registry_get(int id, int accept_failed, hn_slot_t *out) {
     pthread_mutex_lock(&g_lock);
-    hidet_nccl_status_t st = check_id_locked(id);
+    hidet_nccl_status_t st = check_id_locked(id, accept_failed);
     if (st == HIDET_NCCL_SUCCESS) {
-        *comm = g_slots[id].comm;
-        if (owned) *owned = g_slots[id].kind == KIND_OWNED;
-        if (nranks) *nranks = g_slots[id].nranks;
+        const slot_t *s = &g_slots[id];
+        *out = (hn_slot_t){s->comm, s->kind == KIND_OWNED, s->nranks, s->failed, s->trace};
     }
     pthread_mutex_unlock(&g_lock);
     return st;
 }
 
-hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_t *comm, int *owned) {
+hidet_nccl_status_t hidet_nccl__registry_coll(int id, hn_slot_t *out) {
     pthread_mutex_lock(&g_lock);
-    hidet_nccl_status_t st = check_id_locked(id);
+    hidet_nccl_status_t st = check_id_locked(id, 0);
+    if (st == HIDET_NCCL_SUCCESS) {
+        slot_t *s = &g_slots[id];
+        if (!s->trace_tried) { /* once per communicator, at its first collective */
+            s->trace_tried = 1;
+            s->trace = hidet_nccl__trace_new(s->key);
+            if (s->kind == KIND_OWNED) place_trace(s->trace, s->comm, s->nranks); /* borrowed: at the dump */
+        }
+        *out = (hn_slot_t){s->comm, s->kind == KIND_OWNED, s->nranks, s->failed, s->trace};
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_lookup(int id, ncclComm_t *comm, int *owned, int *nranks) {
+    hn_slot_t s;
+    HN_CHECK(hidet_nccl__registry_get(id, 0, &s));
+    *comm = s.comm;
+    if (owned) *owned = s.owned;
+    if (nranks) *nranks = s.nranks;
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_fail(int id, const char *why) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(id, 1);
+    if (st == HIDET_NCCL_SUCCESS && !g_slots[id].failed) {
+        g_slots[id].failed = 1;
+        snprintf(g_slots[id].why, sizeof g_slots[id].why, "%s", why);
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_t *comm, int *owned, int *failed) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(id, 1);
     if (st == HIDET_NCCL_SUCCESS) {
         *comm = g_slots[id].comm;
         *owned = g_slots[id].kind == KIND_OWNED;
+        if (failed) *failed = g_slots[id].failed;
         g_slots[id].live = 0;
+        g_slots[id].failed = 0;
         g_slots[id].comm = NULL;
         snprintf(g_slots[id].why, sizeof g_slots[id].why, "%s", why ? why : "");
     }
@@ -116,9 +176,30 @@ hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_
     return st;
 }
 
+hidet_nccl_status_t hidet_nccl__registry_child_key(int id, const char *how, int color, uint32_t *key) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(id, 1);
+    if (st == HIDET_NCCL_SUCCESS)
+        *key = hidet_nccl__trace_key_child(g_slots[id].key, g_slots[id].children++, how, color);
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+void hidet_nccl__registry_each_trace(hn_trace_visit_fn fn, void *arg) {
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < g_count; i++) {
+        const slot_t *s = &g_slots[i];
+        if (s->trace == NULL) continue;
+        const char *state = s->pending ? "pending" : !s->live ? "dead" : s->failed ? "failed" : "live";
+        if (s->live && !s->pending && s->kind != KIND_OWNED) place_trace(s->trace, s->comm, s->nranks);
+        fn(arg, i, s->trace, state, s->live && !s->failed ? "" : s->why[0] ? s->why : "destroyed");
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
 hidet_nccl_status_t hidet_nccl__registry_policy(int id, hidet_nccl_error_policy_t *policy) {
     pthread_mutex_lock(&g_lock);
-    hidet_nccl_status_t st = check_id_locked(id);
+    hidet_nccl_status_t st = check_id_locked(id, 1);
     if (st == HIDET_NCCL_SUCCESS) *policy = g_slots[id].policy;
     pthread_mutex_unlock(&g_lock);
     return st;
@@ -130,7 +211,7 @@ hidet_nccl_status_t hidet_nccl_comm_set_error_policy(int comm_id, hidet_nccl_err
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "error policy %d is not one of 0 .. %d", (int)policy,
                        HIDET_NCCL_NUM_ERROR_POLICIES - 1);
     pthread_mutex_lock(&g_lock);
-    hidet_nccl_status_t st = check_id_locked(comm_id);
+    hidet_nccl_status_t st = check_id_locked(comm_id, 1);
     if (st == HIDET_NCCL_SUCCESS) g_slots[comm_id].policy = policy;
     pthread_mutex_unlock(&g_lock);
     return st;
@@ -146,9 +227,11 @@ hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *
         return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory listing %d communicators", live);
     }
     int k = 0;
-    for (int i = 0; i < g_count; i++)
+    for (int i = 0; i < g_count; i++) {
         if (g_slots[i].live && !g_slots[i].pending)
-            out[k++] = (hn_registered_t){i, g_slots[i].kind == KIND_OWNED, g_slots[i].comm};
+            out[k++] = (hn_registered_t){i, g_slots[i].kind == KIND_OWNED, g_slots[i].failed, g_slots[i].comm};
+        hidet_nccl__trace_free(g_slots[i].trace);
+    }
     free(g_slots);
     g_slots = NULL;
     g_count = g_capacity = 0;
@@ -187,6 +270,7 @@ static hidet_nccl_status_t check_pool(int num_comms, ncclComm_t *comms) {
 
 hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
     HN_ENTER();
+    hidet_nccl__trace_signal_install();
     HN_CHECK(check_pool(num_comms, comms));
     const hn_nccl_t *n; /* all_reduce on these needs the table */
     HN_CHECK(hidet_nccl__nccl(&n));
@@ -209,9 +293,13 @@ hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
             }
             others += g_slots[i].live;
         }
-        if (others == 0) g_count = 0; /* the seed's numbering: comms[i] is id i */
+        if (others == 0) { /* the seed's numbering: comms[i] is id i */
+            for (int i = 0; i < g_count; i++) hidet_nccl__trace_free(g_slots[i].trace);
+            g_count = 0;
+        }
         for (int i = 0; i < num_comms; i++)
-            g_slots[g_count + i] = (slot_t){comms[i], KIND_POOL, 1, 0, 0, HIDET_NCCL_ON_ERROR_RETURN, ""};
+            g_slots[g_count + i] = (slot_t){comms[i], KIND_POOL, 1, 0, 0, 0, HIDET_NCCL_ON_ERROR_RETURN, 0, 0,
+                                            NULL, 0, ""};
         g_count += num_comms;
     }
     pthread_mutex_unlock(&g_lock);
@@ -224,13 +312,14 @@ hidet_nccl_status_t hidet_nccl_comm_adopt(ncclComm_t comm, int *comm_id) {
     HN_CHECK_NOT_NULL(comm_id);
     const hn_nccl_t *n; /* collectives on it need the table */
     HN_CHECK(hidet_nccl__nccl(&n));
+    hidet_nccl__trace_signal_install();
     pthread_mutex_lock(&g_lock);
     int at = find_locked(comm);
     hidet_nccl_status_t st =
         at >= 0 ? HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                           "communicator %p is already registered as id %d (%s); use that id (hidet_nccl_comm_lookup)",
                           (void *)comm, at, kind_name(g_slots[at].kind))
-                : add_locked(comm, KIND_ADOPTED, 0, comm_id);
+                : add_locked(comm, KIND_ADOPTED, 0, 0, comm_id);
     pthread_mutex_unlock(&g_lock);
     return st;
 }

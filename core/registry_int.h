@@ -5,28 +5,56 @@
 #define HIDET_NCCL_CORE_REGISTRY_INT_H_
 
 #include <nccl.h>
+#include <stdint.h>
 
+#include "core/trace_int.h"
 #include "hidet_nccl/hidet_nccl.h"
 
 /* Adds a live communicator, owned (made by the library) or borrowed; *id is its new id. A
  * NULL comm reserves a pending id, which every use refuses as not ready until
- * hidet_nccl__registry_fill. */
-hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int *id);
+ * hidet_nccl__registry_fill. key names the communicator the same on every rank, for the
+ * flight recorder (hidet_nccl__trace_key_*; 0: unknown, a borrowed one). */
+hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, uint32_t key, int *id);
 /* Gives a pending id its communicator; NULL (a failed split) marks it dead. */
 void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks);
-/* The communicator of a live id, whether the library owns it, and its number of ranks (0 if
- * unknown: a borrowed communicator); owned and nranks may be NULL. A clear error for any
- * other id. */
+/* What a slot holds. */
+typedef struct {
+    ncclComm_t comm;
+    int owned;
+    int nranks; /* 0 if unknown: a borrowed communicator */
+    int failed; /* marked by hidet_nccl__registry_fail: only shrink, revoke, destroy, abort take it */
+    hn_trace_t *trace; /* its flight recorder ring, or NULL (recorder off) */
+} hn_slot_t;
+/* The slot of a live id; a failed one only if accept_failed (else an error that says what
+ * failed and what can still be done). A clear error for any other id. */
+hidet_nccl_status_t hidet_nccl__registry_get(int id, int accept_failed, hn_slot_t *out);
+/* As registry_get for a collective (a failed id refused): the slot's flight recorder ring
+ * is made at the first call (hidet_nccl__trace_new; NULL with the recorder off). */
+hidet_nccl_status_t hidet_nccl__registry_coll(int id, hn_slot_t *out);
+/* The communicator of a live id that has not failed, whether the library owns it, and its
+ * number of ranks (0 if unknown); owned and nranks may be NULL. */
 hidet_nccl_status_t hidet_nccl__registry_lookup(int id, ncclComm_t *comm, int *owned, int *nranks);
-/* Marks a live id dead and returns what it held; later uses of the id say "communicator id
- * N was <why>" (why NULL: "destroyed"). */
-hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_t *comm, int *owned);
+/* Marks a live id failed (why: "its peer stopped answering ..."): collectives and splits on
+ * it are refused, its communicator is kept for hidet_nccl_comm_shrink / comm_revoke, and
+ * destroy aborts it. */
+hidet_nccl_status_t hidet_nccl__registry_fail(int id, const char *why);
+/* Marks a live (or failed) id dead and returns what it held; later uses of the id say
+ * "communicator id N was <why>" (why NULL: "destroyed"). failed may be NULL. */
+hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_t *comm, int *owned, int *failed);
+/* The recorder key of a child of id made by `how` ("split", "shrink") with color: the same
+ * on every rank that makes its children in the same order. */
+hidet_nccl_status_t hidet_nccl__registry_child_key(int id, const char *how, int color, uint32_t *key);
+/* Calls fn for every slot with a recorder ring (live, failed and dead), under the registry's
+ * lock: state is "live", "failed" or "dead", why says why (may be ""). */
+typedef void (*hn_trace_visit_fn)(void *arg, int id, const hn_trace_t *trace, const char *state, const char *why);
+void hidet_nccl__registry_each_trace(hn_trace_visit_fn fn, void *arg);
 /* The error policy of a live id. */
 hidet_nccl_status_t hidet_nccl__registry_policy(int id, hidet_nccl_error_policy_t *policy);
-/* Empties the table. *slots (malloc'ed, caller frees) lists the n live slots. */
+/* Empties the table (and frees the recorder rings). *slots (malloc'ed, caller frees) lists the n live slots. */
 typedef struct {
     int id;
     int owned;
+    int failed;
     ncclComm_t comm;
 } hn_registered_t;
 hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *n);

@@ -25,7 +25,7 @@ hidet_nccl_status_t hidet_nccl_send(int comm_id, const void *sendbuff, size_t co
     hn_coll_t c;
     ncclDataType_t type;
     size_t nccl_count;
-    HN_CHECK(hidet_nccl__coll_begin(comm_id, "send", &c));
+    HN_CHECK(hidet_nccl__coll_begin(comm_id, "send", stream, &c));
     HN_CHECK(prepare(&c, sendbuff, "sendbuff", count, dtype, peer, &type, &nccl_count));
     if (count == 0) return HIDET_NCCL_SUCCESS;
     ncclResult_t r = c.n->Send(sendbuff, nccl_count, type, peer, c.comm, stream);
@@ -38,7 +38,7 @@ hidet_nccl_status_t hidet_nccl_recv(int comm_id, void *recvbuff, size_t count, h
     hn_coll_t c;
     ncclDataType_t type;
     size_t nccl_count;
-    HN_CHECK(hidet_nccl__coll_begin(comm_id, "recv", &c));
+    HN_CHECK(hidet_nccl__coll_begin(comm_id, "recv", stream, &c));
     HN_CHECK(prepare(&c, recvbuff, "recvbuff", count, dtype, peer, &type, &nccl_count));
     if (count == 0) return HIDET_NCCL_SUCCESS;
     ncclResult_t r = c.n->Recv(recvbuff, nccl_count, type, peer, c.comm, stream);

@@ -70,6 +70,13 @@ static const struct {
     [HN_SETTING_GROUPED_P2P] = {"HIDET_NCCL_GROUPED_P2P", KIND_BOOL, "0", 0, 1,
                                 "1: all_to_all, gather and scatter as grouped send/recv even where NCCL has them "
                                 "(ncclAlltoAll, ncclGather, ncclScatter: 2.28)"},
+    [HN_SETTING_TRACE_ENTRIES] = {"HIDET_NCCL_TRACE_ENTRIES", KIND_INT, "2048", 0, 1 << 20,
+                                  "operations each communicator's flight recorder keeps (0: the recorder off)"},
+    [HN_SETTING_TRACE_DIR] = {"HIDET_NCCL_TRACE_DIR", KIND_STRING, NULL, 0, 0,
+                              "existing directory the flight recorder dumps into, on a deadline, an abort, SIGUSR1 "
+                              "or hidet_nccl_trace_dump (hidet-nccl-run --trace-dir sets it)"},
+    [HN_SETTING_TRACE_COMPLETION] = {"HIDET_NCCL_TRACE_COMPLETION", KIND_BOOL, "0", 0, 1,
+                                     "1: a CUDA event per recorded operation, so a dump says which completed"},
 };
 
 /* The launchers' rank variables, in the order they are trusted: the innermost launcher

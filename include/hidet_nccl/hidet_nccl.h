@@ -228,12 +228,17 @@ hidet_nccl_status_t hidet_nccl_comm_is_owned(int comm_id, int *owned);
  * NCCL reports a failed peer or network asynchronously, or not at all: a collective whose
  * peer died may simply never finish. These calls turn that into an error the application
  * can act on. After an abort the id is dead (every use is HIDET_NCCL_ERROR_INVALID_COMM
- * saying why), the other communicators keep working, and finalize still releases them. */
+ * saying why), the other communicators keep working, and finalize still releases them.
+ * A communicator that comm_wait found failed, on an NCCL that can shrink (2.27 or newer),
+ * is kept instead: its id is "failed" (collectives and splits on it are refused saying why;
+ * shrink, revoke, destroy, abort and the queries take it), so the survivors can shrink it
+ * and carry on. Its unfinished work runs until the shrink (HIDET_NCCL_SHRINK_ABORT), a
+ * revoke, an abort or destroy (which aborts a failed communicator) stops it. */
 
 /* What the library does when it finds a communicator failed (an asynchronous NCCL error,
  * a failed NCCL call, a wait past its deadline). */
 typedef enum {
-    HIDET_NCCL_ON_ERROR_RETURN = 0,     /* return the error (the default); comm_wait still aborts */
+    HIDET_NCCL_ON_ERROR_RETURN = 0,     /* return the error (the default); see comm_wait */
     HIDET_NCCL_ON_ERROR_ABORT_COMM = 1, /* also abort the communicator: its id is dead */
     HIDET_NCCL_ON_ERROR_ABORT_PROCESS = 2, /* print the message to stderr and abort() the process */
     HIDET_NCCL_NUM_ERROR_POLICIES
@@ -248,16 +253,53 @@ hidet_nccl_status_t hidet_nccl_comm_check(int comm_id);
 /* Waits, from the CPU, for the work queued on stream (cudaStreamQuery), checking the
  * communicator as it waits (ncclCommGetAsyncError). timeout_s > 0 seconds, or
  * HIDET_NCCL_DEFAULT_TIMEOUT for $HIDET_NCCL_TIMEOUT (300 s). On an asynchronous NCCL error
- * or at the deadline, an owned communicator is aborted (its id is dead) and the error names
- * the communicator, its rank and what was awaited: HIDET_NCCL_ERROR_NCCL or
- * HIDET_NCCL_ERROR_TIMEOUT. A borrowed one is left to its owner. A failed CUDA stream is
- * HIDET_NCCL_ERROR_CUDA. */
+ * or at the deadline the error names the communicator, its rank and what was awaited
+ * (HIDET_NCCL_ERROR_NCCL or HIDET_NCCL_ERROR_TIMEOUT), the flight recorder dumps (with a
+ * trace directory set), and the id becomes failed (see above: NCCL 2.27 or newer, policy
+ * RETURN) or, on an older NCCL or with the policy ABORT_COMM, an owned communicator is
+ * aborted and its id is dead (a borrowed one is left to its owner). A failed CUDA stream
+ * is HIDET_NCCL_ERROR_CUDA. */
 #define HIDET_NCCL_DEFAULT_TIMEOUT 0.0
 hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, double timeout_s);
 
 /* ncclCommAbort: stops the communicator's work at once, without its peers, and makes the
  * id dead. A borrowed communicator's id is dropped; the NCCL communicator is its owner's. */
 hidet_nccl_status_t hidet_nccl_comm_abort(int comm_id);
+
+/* Collective over the ranks that stay (NCCL 2.27 or newer: ncclCommShrink): a new owned
+ * communicator of comm_id's ranks minus exclude_ranks[0 .. n_exclude-1] (ranks of comm_id,
+ * each once; the excluded ranks do not call), ranked in their old order. flags:
+ * HIDET_NCCL_SHRINK_DEFAULT on a healthy communicator (all of its work done), or
+ * HIDET_NCCL_SHRINK_ABORT on a failed one (NCCL first stops its unfinished work). Made on a
+ * helper thread against the deadline, like split. comm_id stays as it was (failed or live):
+ * destroy it when done. Outside a group only. */
+#define HIDET_NCCL_SHRINK_DEFAULT 0
+#define HIDET_NCCL_SHRINK_ABORT 1
+hidet_nccl_status_t hidet_nccl_comm_shrink(int comm_id, int n_exclude, const int *exclude_ranks, int flags,
+                                           int *new_id);
+
+/* ncclCommRevoke (NCCL 2.28.7 or newer): stops the communicator's unfinished work on this
+ * rank without destroying it, and waits (to the deadline) until NCCL says it is quiescent;
+ * the id is then failed (see above): shrink it or destroy it. Not collective: each rank
+ * that revokes stops its own side. */
+hidet_nccl_status_t hidet_nccl_comm_revoke(int comm_id);
+
+/* ---------------------------------------------------------------- flight recorder
+ *
+ * Every communicator keeps a ring of its last HIDET_NCCL_TRACE_ENTRIES (2048) operations
+ * handed to NCCL: sequence number, collective, dtype, count, op, root or peer, stream, time,
+ * the calling thread's tag, and (HIDET_NCCL_TRACE_COMPLETION=1) whether it completed. With
+ * HIDET_NCCL_TRACE_DIR set, a deadline or an abort dumps it (also before the ABORT_PROCESS
+ * policy ends the process), and so does SIGUSR1; `hidet-nccl-trace DIR` reads the dumps of
+ * every rank and says where they diverged. docs/flight_recorder.md has the details. */
+
+/* The calling thread's tag, recorded with each of its later operations until changed (NULL
+ * or "": none); at most 47 bytes. */
+hidet_nccl_status_t hidet_nccl_set_tag(const char *tag);
+/* Dumps every communicator's ring now into dir (NULL: HIDET_NCCL_TRACE_DIR), an existing
+ * writable directory, as hidet-nccl-trace.<rank>.jsonl (written atomically; a later dump
+ * replaces it). path (may be NULL) gets the file's path. */
+hidet_nccl_status_t hidet_nccl_trace_dump(const char *dir, char *path, size_t path_size);
 
 /* Destroys every owned communicator, drops the borrowed ones, and empties the registry.
  * Calling it again (or with nothing registered) is a successful no-op. The first failure

@@ -86,7 +86,7 @@ static void test_owned_and_borrowed_mix(void) {
     int owned_id = -1, id = -1, owned = -1;
     ncclComm_t c;
     HN_ASSERT_STATUS(hidet_nccl_set_comms(0, NULL), HIDET_NCCL_SUCCESS, NULL);
-    HN_ASSERT_STATUS(hidet_nccl__registry_add(FAKE(3), 1, 2, &owned_id), HIDET_NCCL_SUCCESS, NULL); /* as init does */
+    HN_ASSERT_STATUS(hidet_nccl__registry_add(FAKE(3), 1, 2, 0, &owned_id), HIDET_NCCL_SUCCESS, NULL); /* as init does */
     CU_ASSERT_EQUAL(owned_id, 0);
     ncclComm_t pool[2] = {FAKE(7), FAKE(8)};
     HN_ASSERT_STATUS(hidet_nccl_set_comms(2, pool), HIDET_NCCL_SUCCESS, NULL);
@@ -124,7 +124,7 @@ static void test_owned_and_borrowed_mix(void) {
     HN_ASSERT_STATUS(hidet_nccl_comm_adopt(FAKE(9), &id), HIDET_NCCL_SUCCESS, NULL);
     CU_ASSERT_EQUAL(id, 5);
     /* Take the owned fake back out without NCCL seeing it. */
-    HN_ASSERT_STATUS(hidet_nccl__registry_kill(owned_id, NULL, &c, &owned), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl__registry_kill(owned_id, NULL, &c, &owned, NULL), HIDET_NCCL_SUCCESS, NULL);
     CU_ASSERT_EQUAL(owned, 1);
     HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
     /* With nothing else live, the pool is numbered from 0 again, as the seed did. */
@@ -153,7 +153,7 @@ static void test_set_comms_arguments(void) {
 static void *adder(void *arg) {
     int *ids = arg;
     for (int i = 0; i < PER_THREAD; i++) {
-        if (hidet_nccl__registry_add(FAKE(i), 0, 0, &ids[i]) != HIDET_NCCL_SUCCESS) return NULL;
+        if (hidet_nccl__registry_add(FAKE(i), 0, 0, 0, &ids[i]) != HIDET_NCCL_SUCCESS) return NULL;
         ncclComm_t c;
         if (hidet_nccl_get_comm(ids[i], &c) != HIDET_NCCL_SUCCESS || c != FAKE(i)) return NULL;
         if (i % 3 == 0 && hidet_nccl_comm_destroy(ids[i]) != HIDET_NCCL_SUCCESS) return NULL;
