@@ -150,3 +150,25 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
     return record("ncclRedOpDestroy", NULL, NULL, 0, 0, (int)op, -1, comm);
 }
 #endif
+
+#ifndef FAKE_OLD
+/* A shrink gives a communicator of the ranks left (from a small pool); count is the number
+ * excluded, op the flags. A revoke is logged. */
+ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int n, ncclComm_t *newcomm, ncclConfig_t *config,
+                            int flags) {
+    static fake_comm_t made[64];
+    static int used;
+    (void)config;
+    const fake_comm_t *parent = (const fake_comm_t *)(const void *)comm;
+    int below = 0;
+    for (int i = 0; i < n; i++) below += exclude[i] < parent->rank;
+    ncclResult_t r = record("ncclCommShrink", NULL, NULL, (size_t)n, 0, flags, -1, comm);
+    if (r != ncclSuccess || used == 64) return r != ncclSuccess ? r : ncclSystemError;
+    made[used] = (fake_comm_t){parent->nranks - n, parent->rank - below};
+    *newcomm = (ncclComm_t)(void *)&made[used++];
+    return ncclSuccess;
+}
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
+    return record("ncclCommRevoke", NULL, NULL, 0, 0, flags, -1, comm);
+}
+#endif

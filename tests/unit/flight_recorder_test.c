@@ -1,0 +1,445 @@
+/* The flight recorder, shrink and revoke on the CPU, through the recording stand-in for NCCL
+ * (tests/support/fake_nccl.c), and hidet-nccl-trace's reader and report on synthetic dumps
+ * of every divergence kind and on hostile ones.
+ *   flight_recorder_test LIBFAKE_NCCL.so
+ * Against the fake as NCCL 2.28.9 (shrink and revoke there) and as 2.10.3 (both refused
+ * with the version they need). */
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/trace_int.h"
+#include "hidet_nccl/hidet_nccl.h"
+#include "tests/cunit_runner.h"
+#include "tests/support/fake_nccl.h"
+#include "tools/trace_read.h"
+
+static fake_nccl_log_fn g_log;
+static fake_nccl_clear_fn g_clear;
+static int g_new; /* the fake is NCCL 2.28 (else 2.10) */
+static char g_dir[1024];
+static char g_buf[1 << 12];
+#define STREAM ((cudaStream_t)(uintptr_t)0x5)
+
+static void set_env(const char *name, const char *value) {
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+    hidet_nccl_settings_reload();
+}
+
+static int adopt(fake_comm_t *c) {
+    int id = -1;
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt((ncclComm_t)(void *)c, &id), HIDET_NCCL_SUCCESS, NULL);
+    return id;
+}
+
+/* The dump at path, read back; 0 if it could not be read (and the test failed). */
+static int read_dump(const char *path, tr_set_t *set) {
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char err[512] = "";
+    int r = tr_read_file(set, f, path, err, sizeof err);
+    fclose(f);
+    if (r != 0) fprintf(stderr, "reading the dump: %s\n", err);
+    CU_ASSERT_EQUAL(r, 0);
+    return r == 0;
+}
+
+static const tr_comm_t *comm_of(const tr_set_t *set, int id) {
+    for (size_t i = 0; set->ndumps && i < set->dumps[0].ncomms; i++)
+        if (set->dumps[0].comms[i].id == id) return &set->dumps[0].comms[i];
+    return NULL;
+}
+
+/* A ring of 16 after 40 calls holds seqs 24 .. 39, each as called, with its tag. */
+static void test_ring_wraps(void) {
+    set_env("HIDET_NCCL_TRACE_ENTRIES", "16");
+    static fake_comm_t c = {4, 1};
+    int id = adopt(&c);
+    char tag[32];
+    for (int i = 0; i < 40; i++) {
+        snprintf(tag, sizeof tag, "step %d", i);
+        HN_ASSERT_STATUS(hidet_nccl_set_tag(i % 10 == 9 ? NULL : tag), HIDET_NCCL_SUCCESS, NULL);
+        if (i % 2) HN_ASSERT_STATUS(hidet_nccl_all_reduce(id, g_buf, g_buf + 2048, (size_t)i + 1, HIDET_NCCL_FLOAT32,
+                                                          HIDET_NCCL_MAX, STREAM), HIDET_NCCL_SUCCESS, NULL);
+        else HN_ASSERT_STATUS(hidet_nccl_broadcast(id, g_buf, g_buf, (size_t)i + 1, HIDET_NCCL_BFLOAT16, 2, STREAM),
+                              HIDET_NCCL_SUCCESS, NULL);
+    }
+    /* count 0 reaches nothing and is not recorded; a refused call neither */
+    HN_ASSERT_STATUS(hidet_nccl_all_reduce(id, g_buf, g_buf, 0, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, STREAM),
+                     HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_broadcast(id, g_buf, g_buf, 1, HIDET_NCCL_FLOAT32, 9, STREAM),
+                     HIDET_NCCL_ERROR_INVALID_ARGUMENT, "root 9");
+    hidet_nccl_set_tag(NULL);
+    char path[4096];
+    HN_ASSERT_STATUS(hidet_nccl_trace_dump(g_dir, path, sizeof path), HIDET_NCCL_SUCCESS, NULL);
+    tr_set_t set = {0};
+    if (read_dump(path, &set)) {
+        const tr_comm_t *m = comm_of(&set, id);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_EQUAL(m->next_seq, 40);
+        CU_ASSERT_EQUAL(m->nops, 16);
+        CU_ASSERT_EQUAL(m->rank, 1);
+        CU_ASSERT_EQUAL(m->nranks, 4);
+        CU_ASSERT_STRING_EQUAL(m->key, "00000000"); /* borrowed: no key */
+        for (size_t k = 0; k < m->nops; k++) {
+            const tr_op_t *o = &m->ops[k];
+            uint64_t i = 24 + k;
+            CU_ASSERT_EQUAL(o->seq, i);
+            CU_ASSERT_EQUAL(o->count, i + 1);
+            CU_ASSERT_STRING_EQUAL(o->coll, i % 2 ? "all_reduce" : "broadcast");
+            CU_ASSERT_STRING_EQUAL(o->dtype, i % 2 ? "float32" : "bfloat16");
+            CU_ASSERT_STRING_EQUAL(o->op, i % 2 ? "max" : "-");
+            CU_ASSERT_EQUAL(o->peer, i % 2 ? -1 : 2);
+            CU_ASSERT_STRING_EQUAL(o->state, "not_tracked");
+            snprintf(tag, sizeof tag, "step %d", (int)i);
+            CU_ASSERT_STRING_EQUAL(o->tag, i % 10 == 9 ? "" : tag);
+        }
+    }
+    tr_free(&set);
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(id), HIDET_NCCL_SUCCESS, NULL);
+    set_env("HIDET_NCCL_TRACE_ENTRIES", NULL);
+}
+
+/* HIDET_NCCL_TRACE_ENTRIES=0: no ring, a dump lists nothing. */
+static void test_recorder_off(void) {
+    set_env("HIDET_NCCL_TRACE_ENTRIES", "0");
+    static fake_comm_t c = {2, 0};
+    int id = adopt(&c);
+    HN_ASSERT_STATUS(hidet_nccl_all_reduce(id, g_buf, g_buf, 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, STREAM),
+                     HIDET_NCCL_SUCCESS, NULL);
+    char path[4096];
+    HN_ASSERT_STATUS(hidet_nccl_trace_dump(g_dir, path, sizeof path), HIDET_NCCL_SUCCESS, NULL);
+    tr_set_t set = {0};
+    if (read_dump(path, &set)) CU_ASSERT_PTR_NULL(comm_of(&set, id));
+    tr_free(&set);
+    hidet_nccl_comm_destroy(id);
+    set_env("HIDET_NCCL_TRACE_ENTRIES", NULL);
+}
+
+static void test_bad_tags_and_dirs(void) {
+    char long_tag[64];
+    memset(long_tag, 'x', sizeof long_tag - 1);
+    long_tag[63] = '\0';
+    HN_ASSERT_STATUS(hidet_nccl_set_tag(long_tag), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "63 bytes; at most 47");
+    set_env("HIDET_NCCL_TRACE_DIR", NULL);
+    HN_ASSERT_STATUS(hidet_nccl_trace_dump(NULL, NULL, 0), HIDET_NCCL_ERROR_INVALID_USAGE, "HIDET_NCCL_TRACE_DIR");
+    char p[1100];
+    snprintf(p, sizeof p, "%s/none", g_dir);
+    HN_ASSERT_STATUS(hidet_nccl_trace_dump(p, NULL, 0), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "must exist");
+    snprintf(p, sizeof p, "%s/link", g_dir);
+    CU_ASSERT_EQUAL(symlink(g_dir, p), 0);
+    HN_ASSERT_STATUS(hidet_nccl_trace_dump(p, NULL, 0), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "symbolic link");
+    unlink(p);
+    snprintf(p, sizeof p, "%s/file", g_dir);
+    FILE *f = fopen(p, "w");
+    if (f) fclose(f);
+    HN_ASSERT_STATUS(hidet_nccl_trace_dump(p, NULL, 0), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "not a directory");
+    unlink(p);
+    char path[16];
+    HN_ASSERT_STATUS(hidet_nccl_trace_dump(g_dir, path, 0), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "path_size 0");
+    if (geteuid() != 0) { /* root writes anywhere */
+        snprintf(p, sizeof p, "%s/ro", g_dir);
+        mkdir(p, 0500);
+        HN_ASSERT_STATUS(hidet_nccl_trace_dump(p, NULL, 0), HIDET_NCCL_ERROR_SYSTEM, "not writable");
+        rmdir(p);
+    }
+}
+
+/* A write that fails (the file size limit stands in for a full disk): an error, no file. */
+static void test_full_disk(void) {
+    static fake_comm_t c = {2, 1};
+    int id = adopt(&c);
+    for (int i = 0; i < 50; i++)
+        hidet_nccl_all_reduce(id, g_buf, g_buf, 8, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, STREAM);
+    char sub[1100];
+    snprintf(sub, sizeof sub, "%s/full", g_dir);
+    mkdir(sub, 0700);
+    struct rlimit old, small = {256, 256};
+    getrlimit(RLIMIT_FSIZE, &old);
+    small.rlim_max = old.rlim_max;
+    signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &small);
+    hidet_nccl_status_t st = hidet_nccl_trace_dump(sub, NULL, 0);
+    setrlimit(RLIMIT_FSIZE, &old);
+    HN_ASSERT_STATUS(st, HIDET_NCCL_ERROR_SYSTEM, "nothing was kept");
+    CU_ASSERT_EQUAL(rmdir(sub), 0); /* empty: the temporary file is gone */
+    hidet_nccl_comm_destroy(id);
+}
+
+/* An abort dumps (with a trace directory set); the id shows dead, with why. */
+static void test_abort_dumps(void) {
+    set_env("HIDET_NCCL_TRACE_DIR", g_dir);
+    static fake_comm_t c = {2, 0};
+    int id = adopt(&c);
+    hidet_nccl_all_reduce(id, g_buf, g_buf, 3, HIDET_NCCL_INT32, HIDET_NCCL_SUM, STREAM);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/hidet-nccl-trace.pid%ld.jsonl", g_dir, (long)getpid());
+    unlink(path);
+    HN_ASSERT_STATUS(hidet_nccl_comm_abort(id), HIDET_NCCL_SUCCESS, NULL);
+    tr_set_t set = {0};
+    if (read_dump(path, &set)) {
+        CU_ASSERT_STRING_EQUAL(set.dumps[0].reason, "hidet_nccl_comm_abort");
+        const tr_comm_t *m = comm_of(&set, id);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_STRING_EQUAL(m->state, "live"); /* dumped before the abort */
+        CU_ASSERT_EQUAL(m->nops, 1);
+    }
+    tr_free(&set);
+    set_env("HIDET_NCCL_TRACE_DIR", NULL);
+}
+
+static int fake_calls(const char *fn) {
+    int n, depth, k = 0;
+    const fake_call_t *c = g_log(&n, &depth);
+    for (int i = 0; i < n; i++) k += strcmp(c[i].fn, fn) == 0;
+    return k;
+}
+
+static void test_shrink_and_revoke(void) {
+    static fake_comm_t c = {4, 2};
+    int id = adopt(&c), child = -1;
+    int none[1] = {0};
+    if (!g_new) {
+        HN_ASSERT_STATUS(hidet_nccl_comm_shrink(id, 1, none, HIDET_NCCL_SHRINK_DEFAULT, &child),
+                         HIDET_NCCL_ERROR_UNSUPPORTED, "needs NCCL 2.27.0 or newer (ncclCommShrink)");
+        HN_ASSERT_STATUS(hidet_nccl_comm_revoke(id), HIDET_NCCL_ERROR_UNSUPPORTED, "needs NCCL 2.28.7");
+        hidet_nccl_comm_destroy(id);
+        return;
+    }
+    set_env("HIDET_NCCL_NONBLOCKING", "1"); /* the blocking form asks CUDA for the device */
+    int bad[3] = {1, 5, 1}, self[1] = {2}, twice[2] = {3, 3};
+    HN_ASSERT_STATUS(hidet_nccl_comm_shrink(id, 1, none, 2, &child), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "flags 2");
+    HN_ASSERT_STATUS(hidet_nccl_comm_shrink(id, -1, none, 0, &child), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "n_exclude -1");
+    HN_ASSERT_STATUS(hidet_nccl_comm_shrink(id, 4, none, 0, &child), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "n_exclude 4");
+    HN_ASSERT_STATUS(hidet_nccl_comm_shrink(id, 1, NULL, 0, &child), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "NULL");
+    HN_ASSERT_STATUS(hidet_nccl_comm_shrink(id, 2, bad, 0, &child), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "exclude_ranks[1] = 5 is not a rank");
+    HN_ASSERT_STATUS(hidet_nccl_comm_shrink(id, 1, self, 0, &child), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "this rank");
+    HN_ASSERT_STATUS(hidet_nccl_comm_shrink(id, 2, twice, 0, &child), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "both rank 3");
+    HN_ASSERT_STATUS(hidet_nccl_comm_shrink(id, 0, NULL, 0, NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "new_id");
+    HN_ASSERT_STATUS(hidet_nccl_group_start(), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_comm_shrink(id, 0, NULL, 0, &child), HIDET_NCCL_ERROR_INVALID_USAGE, "group");
+    HN_ASSERT_STATUS(hidet_nccl_group_end(), HIDET_NCCL_SUCCESS, NULL);
+    g_clear();
+    /* Exclude ranks 0 and 3: this rank (2) becomes rank 1 of 2, the child is owned. */
+    int two[2] = {0, 3};
+    HN_ASSERT_STATUS(hidet_nccl_comm_shrink(id, 2, two, HIDET_NCCL_SHRINK_DEFAULT, &child), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(fake_calls("ncclCommShrink"), 1);
+    int rank = -1, size = -1, owned = -1;
+    hidet_nccl_comm_rank(child, &rank);
+    hidet_nccl_comm_size(child, &size);
+    hidet_nccl_comm_is_owned(child, &owned);
+    CU_ASSERT_EQUAL(rank, 1);
+    CU_ASSERT_EQUAL(size, 2);
+    CU_ASSERT_EQUAL(owned, 1);
+    /* Revoke: the id is failed; collectives and splits refused, queries and shrink taken. */
+    HN_ASSERT_STATUS(hidet_nccl_comm_revoke(child), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(fake_calls("ncclCommRevoke"), 1);
+    HN_ASSERT_STATUS(hidet_nccl_all_reduce(child, g_buf, g_buf, 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, STREAM),
+                     HIDET_NCCL_ERROR_INVALID_COMM, "failed (revoked by hidet_nccl_comm_revoke)");
+    int split = -1;
+    HN_ASSERT_STATUS(hidet_nccl_comm_split(child, 0, 0, &split), HIDET_NCCL_ERROR_INVALID_COMM, "hidet_nccl_comm_shrink");
+    HN_ASSERT_STATUS(hidet_nccl_comm_wait(child, STREAM, 1.0), HIDET_NCCL_ERROR_INVALID_COMM, "failed");
+    HN_ASSERT_STATUS(hidet_nccl_comm_rank(child, &rank), HIDET_NCCL_SUCCESS, NULL);
+    int grandchild = -1;
+    HN_ASSERT_STATUS(hidet_nccl_comm_shrink(child, 0, NULL, HIDET_NCCL_SHRINK_ABORT, &grandchild), HIDET_NCCL_SUCCESS,
+                     NULL);
+    int n, depth;
+    const fake_call_t *log = g_log(&n, &depth);
+    CU_ASSERT_EQUAL(log[n - 1].op, 1); /* NCCL_SHRINK_ABORT */
+    /* Destroying a failed owned communicator aborts it (its peers may be gone). */
+    g_clear();
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(child), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(fake_calls("ncclCommAbort"), 1);
+    CU_ASSERT_EQUAL(fake_calls("ncclCommDestroy"), 0);
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(grandchild), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(fake_calls("ncclCommDestroy"), 1);
+    hidet_nccl_comm_destroy(id);
+    set_env("HIDET_NCCL_NONBLOCKING", NULL);
+}
+
+/* --------------------------------------------------------- the reader and the report */
+
+/* The report's first line for dumps given as text (rank r's in texts[r]); also its result. */
+static int verdict(const char *const *texts, int n, char *line, size_t size) {
+    tr_set_t set = {0};
+    for (int r = 0; r < n; r++) {
+        FILE *f = fmemopen((void *)texts[r], strlen(texts[r]), "r");
+        char err[512];
+        char name[16];
+        snprintf(name, sizeof name, "rank%d", r);
+        if (tr_read_file(&set, f, name, err, sizeof err) != 0) fprintf(stderr, "%s\n", err);
+        fclose(f);
+    }
+    char *out = NULL;
+    size_t out_size = 0;
+    FILE *o = open_memstream(&out, &out_size);
+    int bad = tr_report(&set, o);
+    fclose(o);
+    size_t len = strcspn(out, "\n");
+    snprintf(line, size, "%.*s", (int)len, out);
+    free(out);
+    tr_free(&set);
+    return bad;
+}
+
+#define HEADER(r) "{\"type\":\"header\",\"hidet_nccl_trace\":1,\"host\":\"h\",\"pid\":1,\"rank\":" #r \
+                  ",\"time\":1.0,\"nccl_version\":22809,\"reason\":\"test\"}\n"
+#define COMM(r, n, next) "{\"type\":\"comm\",\"comm\":0,\"key\":\"1234abcd\",\"rank\":" #r ",\"nranks\":" #n \
+                         ",\"state\":\"live\",\"why\":\"\",\"next_seq\":" #next ",\"entries\":2048,\"completion\":true}\n"
+#define OP(seq, coll, dtype, count, op, peer, state, tag)                                                        \
+    "{\"type\":\"op\",\"comm\":0,\"key\":\"1234abcd\",\"seq\":" #seq ",\"coll\":\"" coll "\",\"dtype\":\"" dtype \
+    "\",\"count\":" #count ",\"op\":\"" op "\",\"peer\":" #peer ",\"stream\":\"0x5\",\"t\":1.0,"                 \
+    "\"nccl_result\":0,\"state\":\"" state "\",\"tag\":\"" tag "\"}\n"
+
+static void test_report_kinds(void) {
+    char line[512];
+    /* count differs at seq 1 */
+    const char *count[2] = {HEADER(0) COMM(0, 2, 2) OP(0, "all_reduce", "float32", 16, "sum", -1, "completed", "")
+                                OP(1, "all_reduce", "float32", 1024, "sum", -1, "pending", ""),
+                            HEADER(1) COMM(1, 2, 2) OP(0, "all_reduce", "float32", 16, "sum", -1, "completed", "")
+                                OP(1, "all_reduce", "float32", 1000, "sum", -1, "pending", "")};
+    CU_ASSERT_EQUAL(verdict(count, 2, line, sizeof line), 1);
+    CU_ASSERT_STRING_EQUAL(line, "ranks disagree at seq 1 of communicator 1234abcd: count 1024 on rank 0, 1000 on rank 1");
+    /* a skipped call shows as tags that disagree */
+    const char *tags[2] = {HEADER(0) COMM(0, 2, 2) OP(0, "all_reduce", "float32", 8, "sum", -1, "completed", "step 5")
+                               OP(1, "all_reduce", "float32", 8, "sum", -1, "pending", "step 6"),
+                           HEADER(1) COMM(1, 2, 1) OP(0, "all_reduce", "float32", 8, "sum", -1, "completed", "step 6")};
+    verdict(tags, 2, line, sizeof line);
+    CU_ASSERT_STRING_EQUAL(line, "ranks disagree at seq 0 of communicator 1234abcd: tag 'step 5' on rank 0, 'step 6' on rank 1");
+    /* collective, root */
+    const char *coll[2] = {HEADER(0) COMM(0, 2, 1) OP(0, "broadcast", "float32", 16, "-", 0, "pending", ""),
+                           HEADER(1) COMM(1, 2, 1) OP(0, "all_reduce", "float32", 16, "sum", -1, "pending", "")};
+    verdict(coll, 2, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "collective broadcast on rank 0, all_reduce on rank 1"));
+    const char *root[2] = {HEADER(0) COMM(0, 2, 1) OP(0, "broadcast", "float32", 16, "-", 0, "pending", ""),
+                           HEADER(1) COMM(1, 2, 1) OP(0, "broadcast", "float32", 16, "-", 1, "pending", "")};
+    verdict(root, 2, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "root 0 on rank 0, 1 on rank 1"));
+    /* a send meets a recv */
+    const char *p2p[2] = {HEADER(0) COMM(0, 2, 1) OP(0, "send", "float32", 16, "-", 1, "completed", ""),
+                          HEADER(1) COMM(1, 2, 1) OP(0, "recv", "float32", 16, "-", 0, "completed", "")};
+    CU_ASSERT_EQUAL(verdict(p2p, 2, line, sizeof line), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "no divergence"));
+    /* a rank behind */
+    const char *behind[2] = {HEADER(0) COMM(0, 2, 59) OP(57, "all_reduce", "float32", 1024, "sum", -1, "completed", "")
+                                 OP(58, "broadcast", "float32", 16, "-", 0, "pending", ""),
+                             HEADER(1) COMM(1, 2, 58) OP(57, "all_reduce", "float32", 1024, "sum", -1, "pending", "")};
+    CU_ASSERT_EQUAL(verdict(behind, 2, line, sizeof line), 1);
+    CU_ASSERT_STRING_EQUAL(line, "rank 1 stopped at seq 57 all_reduce float32 x1024 sum (not completed); rank 0 is at "
+                                 "seq 58 broadcast float32 x16 root 0 (not completed)");
+    const char *nothing[2] = {HEADER(0) COMM(0, 2, 1) OP(0, "all_reduce", "float32", 4, "sum", -1, "pending", ""),
+                              HEADER(1) COMM(1, 2, 0)};
+    verdict(nothing, 2, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "rank 1 issued nothing on communicator 1234abcd"));
+    /* a rank with no dump */
+    const char *missing[2] = {HEADER(0) COMM(0, 3, 1) OP(0, "all_reduce", "float32", 4, "sum", -1, "pending", ""),
+                              HEADER(2) COMM(2, 3, 1) OP(0, "all_reduce", "float32", 4, "sum", -1, "pending", "")};
+    verdict(missing, 2, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "rank(s) 1 of communicator 1234abcd left no dump"));
+    /* in step, not completed */
+    const char *stuck[2] = {HEADER(0) COMM(0, 2, 1) OP(0, "all_gather", "int8", 4, "-", -1, "pending", ""),
+                            HEADER(1) COMM(1, 2, 1) OP(0, "all_gather", "int8", 4, "-", -1, "completed", "")};
+    CU_ASSERT_EQUAL(verdict(stuck, 2, line, sizeof line), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "every rank issued seq 0 of communicator 1234abcd, all_gather int8 x4"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "not completed on rank(s) 0"));
+    const char *fine[2] = {HEADER(0) COMM(0, 2, 1) OP(0, "all_gather", "int8", 4, "-", -1, "completed", ""),
+                           HEADER(1) COMM(1, 2, 1) OP(0, "all_gather", "int8", 4, "-", -1, "completed", "")};
+    CU_ASSERT_EQUAL(verdict(fine, 2, line, sizeof line), 0);
+}
+
+/* Hostile dumps: each refused with a reason, nothing kept, no crash. */
+static void test_hostile_dumps(void) {
+    static const struct {
+        const char *text, *needle;
+    } cases[] = {
+        {"", "empty file"},
+        {HEADER(0) COMM(0, 2, 1) "{\"type\":\"op\"", "torn"},
+        {"not json\n", "not JSON"},
+        {"[1,2]\n", "not a JSON object"},
+        {COMM(0, 2, 1), "first line is not the header"},
+        {HEADER(0) HEADER(0), "a second header"},
+        {"{\"type\":\"header\",\"hidet_nccl_trace\":2}\n", "format 2"},
+        {HEADER(0) OP(0, "all_reduce", "float32", 4, "sum", -1, "pending", ""), "before its \"comm\" line"},
+        {HEADER(0) COMM(0, 2, 1) COMM(0, 2, 1), "appears twice"},
+        {HEADER(0) COMM(5, 2, 1), "rank 5 of 2 ranks"},
+        {HEADER(0) COMM(0, 2, 1) OP(1, "all_reduce", "float32", 4, "sum", -1, "pending", ""), "not below"},
+        {HEADER(0) COMM(0, 2, 3) OP(1, "all_reduce", "float32", 4, "sum", -1, "pending", "")
+             OP(0, "all_reduce", "float32", 4, "sum", -1, "pending", ""), "does not follow"},
+        {HEADER(0) "{\"type\":\"comm\",\"comm\":0,\"key\":\"xyz\",\"rank\":0,\"nranks\":1,\"state\":\"live\",\"why\":\"\","
+                   "\"next_seq\":0}\n", "not 8 hex digits"},
+        {HEADER(0) "{\"type\":\"comm\",\"comm\":-4}\n", "\"comm\" is -4"},
+        {HEADER(0) "{\"type\":\"what\"}\n", "unknown type"},
+        {HEADER(0) "{\"type\":\"op\",\"type\":\"op\"}\n", "not JSON"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tr_set_t set = {0};
+        FILE *f = cases[i].text[0] ? fmemopen((void *)cases[i].text, strlen(cases[i].text), "r") : tmpfile();
+        char err[512] = "";
+        CU_ASSERT_EQUAL(tr_read_file(&set, f, "x", err, sizeof err), -1);
+        fclose(f);
+        if (strstr(err, cases[i].needle) == NULL) fprintf(stderr, "case %zu: '%s' lacks '%s'\n", i, err, cases[i].needle);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].needle));
+        CU_ASSERT_EQUAL(set.ndumps, 0);
+        tr_free(&set);
+    }
+    /* a line past the limit */
+    size_t big = TR_MAX_LINE + 100;
+    char *huge = malloc(big + 1);
+    memset(huge, ' ', big);
+    huge[big - 1] = '\n';
+    huge[big] = '\0';
+    tr_set_t set = {0};
+    FILE *f = fmemopen(huge, big, "r");
+    char err[512] = "";
+    CU_ASSERT_EQUAL(tr_read_file(&set, f, "x", err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "longer than"));
+    fclose(f);
+    free(huge);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s LIBFAKE_NCCL.so\n", argv[0]);
+        return 2;
+    }
+    char path[4096];
+    if (realpath(argv[1], path) == NULL) return 2;
+    setenv("HIDET_NCCL_LIBRARY", path, 1);
+    unsetenv("HIDET_NCCL_RANK");
+    int version = 0;
+    if (hidet_nccl_load() != HIDET_NCCL_SUCCESS || hidet_nccl_nccl_version(&version) != HIDET_NCCL_SUCCESS) {
+        fprintf(stderr, "cannot load the fake NCCL: %s\n", hidet_nccl_last_error());
+        return 1;
+    }
+    g_new = version >= 22800;
+    void *fake = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    g_log = fake ? (fake_nccl_log_fn)dlsym(fake, "fake_nccl_log") : NULL;
+    g_clear = fake ? (fake_nccl_clear_fn)dlsym(fake, "fake_nccl_clear") : NULL;
+    const char *tmp = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
+    snprintf(g_dir, sizeof g_dir, "%.900s/traceXXXXXX", tmp);
+    if (g_log == NULL || g_clear == NULL || mkdtemp(g_dir) == NULL) {
+        fprintf(stderr, "setup failed\n");
+        return 1;
+    }
+    static const hn_test_t tests[] = {
+        {"the ring wraps; every field as called", test_ring_wraps},
+        {"the recorder off", test_recorder_off},
+        {"bad tags and trace directories", test_bad_tags_and_dirs},
+        {"a dump that cannot be written leaves nothing", test_full_disk},
+        {"an abort dumps", test_abort_dumps},
+        {"shrink and revoke: checks, failed ids, versions", test_shrink_and_revoke},
+        {"the report names every kind of divergence", test_report_kinds},
+        {"hostile dumps refused", test_hostile_dumps},
+        {NULL, NULL},
+    };
+    return hn_run_tests("flight_recorder", tests);
+}
