@@ -94,6 +94,25 @@ for r in 0 1; do
 done
 check "rendezvous directory removed" rdv_empty
 
+# --trace-on-failure: the others get SIGUSR1 and the time to write their dump (here a shell
+# that writes one on SIGUSR1), then the usual stop; the dump is in before the stop.
+tdir=$tmp/traces
+start=$(date +%s)
+"$run" -n 3 --trace-on-failure --trace-dir "$tdir" --trace-wait 20 --rendezvous-dir "$rdv" sh -c '
+    [ "$HIDET_NCCL_RANK" = 1 ] && exit 5
+    trap "echo dump > \$HIDET_NCCL_TRACE_DIR/hidet-nccl-trace.\$HIDET_NCCL_RANK.jsonl; exit 7" USR1
+    sleep 60 & wait' >"$tmp/trace.out" 2>"$tmp/trace.err"
+rc=$? took=$(($(date +%s) - start))
+check "trace-on-failure: exit 5 (got $rc)" [ "$rc" -eq 5 ]
+check "trace-on-failure: both others dumped" test -s "$tdir/hidet-nccl-trace.0.jsonl" -a -s "$tdir/hidet-nccl-trace.2.jsonl"
+check "trace-on-failure: stopped once the dumps were in (${took}s)" [ "$took" -le 8 ]
+check "trace-on-failure: says where to look" grep -q "hidet-nccl-trace $tdir" "$tmp/trace.err"
+"$run" -n 1 --trace-dir "$tmp/traces2" --rendezvous-dir "$rdv" sh -c 'echo "$HIDET_NCCL_TRACE_DIR"' >"$tmp/tdir.out"
+check "trace-dir: made and exported" test -d "$tmp/traces2" -a "$(cat "$tmp/tdir.out")" = "$tmp/traces2"
+ln -s "$tmp/traces2" "$tmp/traces3"
+"$run" -n 1 --trace-dir "$tmp/traces3" true 2>/dev/null
+check "trace-dir: a symlink refused" [ $? -eq 2 ]
+
 # Usage errors: exit 2 with a usage message.
 "$run" --no-such-option "$child" >/dev/null 2>"$tmp/u1.err"
 check "unknown option: exit 2" [ $? -eq 2 ]

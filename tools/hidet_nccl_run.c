@@ -49,6 +49,9 @@ static struct {
     const char *rendezvous_parent;
     double grace_s;
     int keep_going;
+    const char *trace_dir;   /* --trace-dir: HIDET_NCCL_TRACE_DIR for the ranks */
+    int trace_on_failure;    /* --trace-on-failure: SIGUSR1 to the others, time to dump */
+    double trace_wait_s;
     int nnodes, node_rank;  /* several launchers, one per node */
     const char *master_addr; /* the socket rendezvous at rank 0's host */
     int master_port;
@@ -84,6 +87,12 @@ static void usage(FILE *f) {
             "      --master-port P    the port rank 0 listens on (with --master-addr)\n"
             "      --job-key KEY      the job's key, the same on every node (the socket rendezvous\n"
             "                         takes socket-<port> without it; a shared directory needs it)\n"
+            "      --trace-dir DIR    the ranks' flight recorders dump into DIR (made if missing):\n"
+            "                         HIDET_NCCL_TRACE_DIR; read the dumps with hidet-nccl-trace DIR\n"
+            "      --trace-on-failure when a rank fails, send the others SIGUSR1 (a flight recorder\n"
+            "                         dump) and give them up to --trace-wait S (10) to write it before\n"
+            "                         stopping them; the trace directory is --trace-dir, else\n"
+            "                         $HIDET_NCCL_TRACE_DIR, else ./hidet-nccl-trace\n"
             "      --keep-going       when a rank fails, leave the others running (they see the\n"
             "                         failure through their own timeouts); the exit code is\n"
             "                         still that of the first rank that failed\n"
@@ -308,8 +317,23 @@ static void check_nodes(void) {
 }
 
 /* Options up to PROGRAM; returns the index of PROGRAM in argv. */
+/* --trace-dir (or the default of --trace-on-failure): made if missing, given to the ranks. */
+static void set_trace_dir(void) {
+    if (g.trace_dir == NULL && g.trace_on_failure) {
+        const char *env = getenv("HIDET_NCCL_TRACE_DIR");
+        g.trace_dir = env != NULL && *env ? env : "hidet-nccl-trace";
+    }
+    if (g.trace_dir == NULL) return;
+    if (mkdir(g.trace_dir, 0700) != 0 && errno != EEXIST) die(2, "--trace-dir %s: %s", g.trace_dir, strerror(errno));
+    struct stat st;
+    if (lstat(g.trace_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        die(2, "--trace-dir %s is not a directory (a symbolic link is refused)", g.trace_dir);
+    setenv("HIDET_NCCL_TRACE_DIR", g.trace_dir, 1);
+}
+
 static int parse_args(int argc, char **argv) {
     g.grace_s = 5;
+    g.trace_wait_s = 10;
     g.n = -1;
     g.parent_fd = g.dir_fd = g.output_fd = -1;
     static const struct option opts[] = {
@@ -320,7 +344,8 @@ static int parse_args(int argc, char **argv) {
         {"version", no_argument, NULL, 'V'},        {"nnodes", required_argument, NULL, 'N'},
         {"node-rank", required_argument, NULL, 'K'}, {"master-addr", required_argument, NULL, 'A'},
         {"master-port", required_argument, NULL, 'P'}, {"job-key", required_argument, NULL, 'J'},
-        {NULL, 0, NULL, 0},
+        {"trace-dir", required_argument, NULL, 'D'}, {"trace-on-failure", no_argument, NULL, 'F'},
+        {"trace-wait", required_argument, NULL, 'W'}, {NULL, 0, NULL, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "+n:hV", opts, NULL)) != -1) {
@@ -337,6 +362,9 @@ static int parse_args(int argc, char **argv) {
             case 'A': g.master_addr = optarg; break;
             case 'P': g.master_port = parse_int(optarg, 1, 65535, "--master-port"); break;
             case 'J': g.job_key = optarg; break;
+            case 'D': g.trace_dir = optarg; break;
+            case 'F': g.trace_on_failure = 1; break;
+            case 'W': g.trace_wait_s = parse_seconds(optarg, "--trace-wait"); break;
             case 'h': usage(stdout); exit(0);
             case 'V':
                 printf("hidet-nccl-run %d.%d.%d\n", HIDET_NCCL_VERSION_MAJOR, HIDET_NCCL_VERSION_MINOR,
@@ -359,6 +387,7 @@ static int parse_args(int argc, char **argv) {
     g.output_fd = g.output_dir ? open(g.output_dir, O_DIRECTORY | O_CLOEXEC) : -1;
     if (g.output_dir && g.output_fd < 0) die(2, "--output-dir %s: %s", g.output_dir, strerror(errno));
     check_nodes();
+    set_trace_dir();
     return optind;
 }
 
@@ -477,6 +506,8 @@ static void spawn(int i, char **child_argv) {
 /* What the main loop tracks. */
 typedef struct {
     int first_rank, first_code, running, forwarded;
+    double trace_until;    /* --trace-on-failure: the others dump until then, then get SIGTERM; 0: none */
+    struct timespec failed_at; /* when the first rank failed: a dump newer than this is in */
     double stop_deadline;  /* SIGKILL for what is left then; < 0: none */
     double drain_deadline; /* once every rank has exited: stop reading their pipes then */
 } job_t;
@@ -507,6 +538,43 @@ static void forward_signals(int sfd, job_t *job) {
     }
 }
 
+/* --trace-on-failure: SIGUSR1 to every running rank (its flight recorder dumps), which then
+ * has until trace_until to write it. */
+static void ask_for_dumps(job_t *job, int failed) {
+    clock_gettime(CLOCK_REALTIME, &job->failed_at);
+    int asked = 0;
+    for (int i = 0; i < g.n; i++)
+        if (!g.ranks[i].done && kill(g.ranks[i].pid, SIGUSR1) == 0) asked++;
+    job->trace_until = now_s() + g.trace_wait_s;
+    fprintf(stderr, "hidet-nccl-run: rank %d failed; %d other rank(s) asked for their flight recorder dumps "
+            "(SIGUSR1, up to %.0f s); read them with: hidet-nccl-trace %s\n", g.node_rank * g.n + failed, asked,
+            g.trace_wait_s, g.trace_dir);
+}
+
+/* 1 when every running rank's dump was written after the failure. */
+static int dumps_in(const job_t *job) {
+    for (int i = 0; i < g.n; i++) {
+        if (g.ranks[i].done) continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/hidet-nccl-trace.%d.jsonl", g.trace_dir, g.node_rank * g.n + i);
+        struct stat st;
+        if (stat(path, &st) != 0 || st.st_mtim.tv_sec < job->failed_at.tv_sec ||
+            (st.st_mtim.tv_sec == job->failed_at.tv_sec && st.st_mtim.tv_nsec < job->failed_at.tv_nsec))
+            return 0;
+    }
+    return 1;
+}
+
+/* At the end of the dump wait (or once every dump is in): the usual stop. */
+static void end_dump_wait(job_t *job) {
+    if (job->trace_until == 0 || (now_s() < job->trace_until && !dumps_in(job))) return;
+    job->trace_until = 0;
+    if (job->running > 0 && !job->forwarded) {
+        signal_all(SIGTERM);
+        job->stop_deadline = now_s() + g.grace_s;
+    }
+}
+
 /* Collects exited ranks; the first failure stops the others (unless --keep-going). */
 static void reap(job_t *job) {
     for (;;) {
@@ -526,7 +594,9 @@ static void reap(job_t *job) {
             if (failed && job->first_rank < 0 && !job->forwarded) {
                 job->first_rank = i;
                 job->first_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-                if (job->running > 0 && !g.keep_going) {
+                if (job->running > 0 && !g.keep_going && g.trace_on_failure) {
+                    ask_for_dumps(job, i);
+                } else if (job->running > 0 && !g.keep_going) {
                     signal_all(SIGTERM);
                     job->stop_deadline = now_s() + g.grace_s;
                 }
@@ -545,6 +615,7 @@ static int pipes_open(void) {
 /* The earliest of the deadlines the loop keeps, as a poll timeout in ms (-1: none). */
 static int next_wait_ms(const job_t *job) {
     double next = job->stop_deadline > 0 ? job->stop_deadline : 0;
+    if (job->trace_until > 0) next = now_s() + 0.05; /* look for the dumps every 50 ms */
     if (job->running == 0 && (next == 0 || job->drain_deadline < next)) next = job->drain_deadline;
     for (int i = 0; i < g.n; i++)
         if (g.ranks[i].group_kill_at > 0 && (next == 0 || g.ranks[i].group_kill_at < next)) next = g.ranks[i].group_kill_at;
@@ -591,6 +662,7 @@ static void run_loop(int sfd, job_t *job) {
             }
         forward_signals(sfd, job);
         reap(job);
+        end_dump_wait(job);
     }
     free(fds);
 }
@@ -623,7 +695,7 @@ int main(int argc, char **argv) {
     g.ranks = calloc((size_t)g.n, sizeof *g.ranks);
     if (g.ranks == NULL) die(1, "out of memory");
     for (int i = 0; i < g.n; i++) spawn(i, child_argv);
-    job_t job = {-1, 0, g.n, 0, -1, 0};
+    job_t job = {-1, 0, g.n, 0, 0, {0, 0}, -1, 0};
     run_loop(sfd, &job);
     signal_all(SIGKILL); /* nothing a rank started outlives the launcher */
     for (int i = 0; i < g.n; i++) { /* a partial last line; a pipe still held is let go */
