@@ -99,7 +99,7 @@ check "rendezvous directory removed" rdv_empty
 tdir=$tmp/traces
 start=$(date +%s)
 "$run" -n 3 --trace-on-failure --trace-dir "$tdir" --trace-wait 20 --rendezvous-dir "$rdv" sh -c '
-    [ "$HIDET_NCCL_RANK" = 1 ] && exit 5
+    [ "$HIDET_NCCL_RANK" = 1 ] && sleep 1 && exit 5
     trap "echo dump > \$HIDET_NCCL_TRACE_DIR/hidet-nccl-trace.\$HIDET_NCCL_RANK.jsonl; exit 7" USR1
     sleep 60 & wait' >"$tmp/trace.out" 2>"$tmp/trace.err"
 rc=$? took=$(($(date +%s) - start))
