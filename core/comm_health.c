@@ -31,15 +31,18 @@ static void abort_comm(const hn_nccl_t *n, int id, const char *event) {
 hidet_nccl_status_t hidet_nccl__comm_failed(int id, hidet_nccl_status_t st, int broken, const char *event) {
     hidet_nccl_error_policy_t policy = HIDET_NCCL_ON_ERROR_RETURN;
     if (hidet_nccl__registry_policy(id, &policy) != HIDET_NCCL_SUCCESS) return st; /* dead already */
-    hidet_nccl__trace_dump_on_failure(event);
     if (policy == HIDET_NCCL_ON_ERROR_ABORT_PROCESS) {
+        hidet_nccl__trace_dump_on_failure(event);
         fprintf(stderr, "%s\nhidet_nccl: communicator id %d has the error policy HIDET_NCCL_ON_ERROR_ABORT_PROCESS: "
                         "aborting the process\n", hidet_nccl_last_error(), id);
         fflush(stderr);
         abort();
     }
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
-    if (n == NULL) return st;
+    if (n == NULL) {
+        hidet_nccl__trace_dump_on_failure(event);
+        return st;
+    }
     if (policy == HIDET_NCCL_ON_ERROR_ABORT_COMM) {
         abort_comm(n, id, event);
     } else if (broken && n->CommShrink != NULL) { /* kept for the survivors' shrink */
@@ -50,6 +53,7 @@ hidet_nccl_status_t hidet_nccl__comm_failed(int id, hidet_nccl_status_t st, int 
     } else if (broken) {
         abort_comm(n, id, event);
     }
+    hidet_nccl__trace_dump_on_failure(event); /* after: the dump shows the id failed or dead */
     return st;
 }
 

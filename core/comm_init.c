@@ -110,7 +110,7 @@ hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *ids, i
         else HN_CHECK(hidet_nccl__await(n, &comm, 1, timeout, 1, what));
     }
     hidet_nccl_status_t st =
-        hidet_nccl__registry_add(comm, 1, nranks, hidet_nccl__trace_key_id(ids, (size_t)nids * sizeof *ids, nranks),
+        hidet_nccl__registry_add(comm, 1, nranks, rank, hidet_nccl__trace_key_id(ids, (size_t)nids * sizeof *ids, nranks),
                                  comm_id);
     if (st != HIDET_NCCL_SUCCESS) {
         n->CommDestroy(comm);
@@ -205,7 +205,7 @@ static hidet_nccl_status_t register_all(const hn_nccl_t *n, int ndev, ncclComm_t
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
     int done = 0;
     for (; done < ndev && st == HIDET_NCCL_SUCCESS; done++) {
-        st = hidet_nccl__registry_add(comms[done], 1, ndev, key, &comm_ids[done]);
+        st = hidet_nccl__registry_add(comms[done], 1, ndev, done, key, &comm_ids[done]);
         if (st != HIDET_NCCL_SUCCESS) break;
     }
     if (st == HIDET_NCCL_SUCCESS) return st;

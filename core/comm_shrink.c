@@ -73,9 +73,10 @@ hidet_nccl_status_t hidet_nccl_comm_shrink(int comm_id, int n_exclude, const int
     HN_CHECK(hidet_nccl__registry_get(comm_id, 1, &slot));
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
     HN_CHECK(hidet_nccl__needs(n, (const void *)n->CommShrink, SHRINK_VERSION, "comm_shrink", "ncclCommShrink"));
-    int nranks = slot.nranks, rank = -1;
+    /* Known for an owned communicator; a failed one no longer answers NCCL's queries. */
+    int nranks = slot.nranks, rank = slot.rank;
     ncclResult_t r = nranks > 0 ? ncclSuccess : n->CommCount(slot.comm, &nranks);
-    if (r == ncclSuccess) r = n->CommUserRank(slot.comm, &rank);
+    if (r == ncclSuccess && rank < 0) r = n->CommUserRank(slot.comm, &rank);
     if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, "ncclCommCount/ncclCommUserRank", r, slot.comm);
     HN_CHECK(check_excluded(comm_id, nranks, rank, n_exclude, exclude_ranks));
     double timeout;
@@ -88,9 +89,9 @@ hidet_nccl_status_t hidet_nccl_comm_shrink(int comm_id, int n_exclude, const int
     char what[160];
     snprintf(what, sizeof what, "ncclCommShrink of communicator id %d (%d of %d ranks excluded%s)", comm_id, n_exclude,
              nranks, flags == HIDET_NCCL_SHRINK_ABORT ? ", NCCL_SHRINK_ABORT" : "");
-    /* NCCL takes a non-const list */
-    int *exclude = n_exclude > 0 ? malloc((size_t)n_exclude * sizeof *exclude) : NULL;
-    if (n_exclude > 0 && exclude == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", n_exclude);
+    /* NCCL takes a non-const list, and refuses a NULL one even when it is empty */
+    int *exclude = malloc((size_t)(n_exclude > 0 ? n_exclude : 1) * sizeof *exclude);
+    if (exclude == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", n_exclude);
     if (n_exclude > 0) memcpy(exclude, exclude_ranks, (size_t)n_exclude * sizeof *exclude);
     int nccl_flags = flags == HIDET_NCCL_SHRINK_ABORT ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT;
     shrink_job_t job = {n, slot.comm, NULL, exclude, n_exclude, nccl_flags, blocking};
@@ -120,9 +121,10 @@ hidet_nccl_status_t hidet_nccl_comm_shrink(int comm_id, int n_exclude, const int
     }
     if (!blocking && job.child != NULL) HN_CHECK(hidet_nccl__await(n, &job.child, 1, timeout, 1, what));
     if (job.child == NULL) return HN_FAIL(HIDET_NCCL_ERROR_NCCL, "%s gave no communicator", what);
-    int made = 0;
+    int made = 0, made_rank = -1;
     n->CommCount(job.child, &made);
-    st = hidet_nccl__registry_add(job.child, 1, made, key, new_id);
+    n->CommUserRank(job.child, &made_rank);
+    st = hidet_nccl__registry_add(job.child, 1, made, made_rank, key, new_id);
     if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(job.child);
     return st;
 }

@@ -60,9 +60,10 @@ static hidet_nccl_status_t split_blocking(const hn_nccl_t *n, int comm_id, ncclC
         *new_id = -1;
         return HIDET_NCCL_SUCCESS;
     }
-    int made_ranks = 0;
+    int made_ranks = 0, made_rank = -1;
     n->CommCount(job.child, &made_ranks);
-    st = hidet_nccl__registry_add(job.child, 1, made_ranks, trace_key, new_id);
+    n->CommUserRank(job.child, &made_rank);
+    st = hidet_nccl__registry_add(job.child, 1, made_ranks, made_rank, trace_key, new_id);
     if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(job.child);
     return st;
 }
@@ -102,7 +103,7 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
     int in_group = hidet_nccl__group_depth() > 0;
     int id = -1;
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    if (in_group && color != HIDET_NCCL_SPLIT_NOCOLOR) st = hidet_nccl__registry_add(NULL, 1, 0, trace_key, &id);
+    if (in_group && color != HIDET_NCCL_SPLIT_NOCOLOR) st = hidet_nccl__registry_add(NULL, 1, 0, -1, trace_key, &id);
     if (st != HIDET_NCCL_SUCCESS) {
         free(child);
         return st;
@@ -110,7 +111,7 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
     ncclResult_t r = n->CommSplit(parent, color, key, child, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
         st = hidet_nccl__nccl_fail(__func__, what, r, parent);
-        if (id >= 0) hidet_nccl__registry_fill(id, NULL, 0);
+        if (id >= 0) hidet_nccl__registry_fill(id, NULL, 0, -1);
         free(child);
         return st;
     }
@@ -132,9 +133,10 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
         *new_id = -1;
         return HIDET_NCCL_SUCCESS;
     }
-    int made_ranks = 0;
+    int made_ranks = 0, made_rank = -1;
     n->CommCount(made, &made_ranks);
-    st = hidet_nccl__registry_add(made, 1, made_ranks, trace_key, new_id);
+    n->CommUserRank(made, &made_rank);
+    st = hidet_nccl__registry_add(made, 1, made_ranks, made_rank, trace_key, new_id);
     if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(made);
     return st;
 }

@@ -49,9 +49,9 @@ static hidet_nccl_status_t finish_splits(const hn_nccl_t *n, hidet_nccl_status_t
         next = p->next;
         ncclComm_t c = *p->child;
         if (st != HIDET_NCCL_SUCCESS && c != NULL && children && children[i] != NULL) n->CommAbort(c);
-        int nranks = 0;
-        if (st == HIDET_NCCL_SUCCESS && c != NULL) n->CommCount(c, &nranks);
-        if (p->id >= 0) hidet_nccl__registry_fill(p->id, st == HIDET_NCCL_SUCCESS ? c : NULL, nranks);
+        int nranks = 0, rank = -1;
+        if (st == HIDET_NCCL_SUCCESS && c != NULL) n->CommCount(c, &nranks), n->CommUserRank(c, &rank);
+        if (p->id >= 0) hidet_nccl__registry_fill(p->id, st == HIDET_NCCL_SUCCESS ? c : NULL, nranks, rank);
         free(p->child);
         free(p);
     }

@@ -20,6 +20,8 @@ typedef struct {
     int pending; /* reserved by a split inside a group; filled at group_end */
     int nranks;  /* 0: unknown (borrowed) */
     int failed;  /* live, but only shrink, revoke, destroy and abort take it */
+    int rank;    /* this rank, asked of NCCL when an owned one is added (-1: unknown); a failed
+                  * communicator no longer answers ncclCommUserRank */
     hidet_nccl_error_policy_t policy;
     uint32_t key;     /* the recorder's name of the communicator, the same on every rank */
     uint32_t children; /* splits and shrinks made of it: the ordinal in a child's key */
@@ -82,33 +84,34 @@ static void place_trace(hn_trace_t *t, ncclComm_t comm, int nranks) {
     hidet_nccl__trace_set_place(t, rank, nranks);
 }
 
-static hidet_nccl_status_t add_locked(ncclComm_t comm, kind_t kind, int nranks, uint32_t key, int *id) {
+static hidet_nccl_status_t add_locked(ncclComm_t comm, kind_t kind, int nranks, int rank, uint32_t key, int *id) {
     hidet_nccl_status_t st = g_count == INT_MAX
                                  ? HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "the registry is full (%d ids)", g_count)
                                  : reserve_locked(g_count + 1);
     if (st == HIDET_NCCL_SUCCESS) {
-        g_slots[g_count] = (slot_t){comm, kind, 1, comm == NULL, nranks, 0, HIDET_NCCL_ON_ERROR_RETURN, key, 0, NULL,
-                                    0, ""};
+        g_slots[g_count] = (slot_t){comm, kind, 1, comm == NULL, nranks, 0, rank, HIDET_NCCL_ON_ERROR_RETURN, key, 0,
+                                    NULL, 0, ""};
         *id = g_count++;
     }
     return st;
 }
 
-hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, uint32_t key, int *id) {
+hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int rank, uint32_t key, int *id) {
     hidet_nccl__trace_signal_install();
     pthread_mutex_lock(&g_lock);
-    hidet_nccl_status_t st = add_locked(comm, owned ? KIND_OWNED : KIND_ADOPTED, nranks, key, id);
+    hidet_nccl_status_t st = add_locked(comm, owned ? KIND_OWNED : KIND_ADOPTED, nranks, rank, key, id);
     pthread_mutex_unlock(&g_lock);
     return st;
 }
 
-void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks) {
+void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks, int rank) {
     pthread_mutex_lock(&g_lock);
     if (id >= 0 && id < g_count && g_slots[id].pending) {
         g_slots[id].comm = comm;
         g_slots[id].nranks = nranks;
         g_slots[id].pending = 0;
         g_slots[id].live = comm != NULL;
+        g_slots[id].rank = rank;
     }
     pthread_mutex_unlock(&g_lock);
 }
@@ -118,7 +121,7 @@ hidet_nccl_status_t hidet_nccl__registry_get(int id, int accept_failed, hn_slot_
     hidet_nccl_status_t st = check_id_locked(id, accept_failed);
     if (st == HIDET_NCCL_SUCCESS) {
         const slot_t *s = &g_slots[id];
-        *out = (hn_slot_t){s->comm, s->kind == KIND_OWNED, s->nranks, s->failed, s->trace};
+        *out = (hn_slot_t){s->comm, s->kind == KIND_OWNED, s->nranks, s->rank, s->failed, s->trace};
     }
     pthread_mutex_unlock(&g_lock);
     return st;
@@ -134,7 +137,7 @@ hidet_nccl_status_t hidet_nccl__registry_coll(int id, hn_slot_t *out) {
             s->trace = hidet_nccl__trace_new(s->key);
             if (s->kind == KIND_OWNED) place_trace(s->trace, s->comm, s->nranks); /* borrowed: at the dump */
         }
-        *out = (hn_slot_t){s->comm, s->kind == KIND_OWNED, s->nranks, s->failed, s->trace};
+        *out = (hn_slot_t){s->comm, s->kind == KIND_OWNED, s->nranks, s->rank, s->failed, s->trace};
     }
     pthread_mutex_unlock(&g_lock);
     return st;
@@ -298,7 +301,7 @@ hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
             g_count = 0;
         }
         for (int i = 0; i < num_comms; i++)
-            g_slots[g_count + i] = (slot_t){comms[i], KIND_POOL, 1, 0, 0, 0, HIDET_NCCL_ON_ERROR_RETURN, 0, 0,
+            g_slots[g_count + i] = (slot_t){comms[i], KIND_POOL, 1, 0, 0, 0, -1, HIDET_NCCL_ON_ERROR_RETURN, 0, 0,
                                             NULL, 0, ""};
         g_count += num_comms;
     }
@@ -319,7 +322,7 @@ hidet_nccl_status_t hidet_nccl_comm_adopt(ncclComm_t comm, int *comm_id) {
         at >= 0 ? HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                           "communicator %p is already registered as id %d (%s); use that id (hidet_nccl_comm_lookup)",
                           (void *)comm, at, kind_name(g_slots[at].kind))
-                : add_locked(comm, KIND_ADOPTED, 0, 0, comm_id);
+                : add_locked(comm, KIND_ADOPTED, 0, -1, 0, comm_id);
     pthread_mutex_unlock(&g_lock);
     return st;
 }

@@ -11,17 +11,18 @@
 #include "hidet_nccl/hidet_nccl.h"
 
 /* Adds a live communicator, owned (made by the library) or borrowed; *id is its new id. A
- * NULL comm reserves a pending id, which every use refuses as not ready until
+ * nranks and rank: 0 and -1 when unknown (a borrowed one). A NULL comm reserves a pending id, which every use refuses as not ready until
  * hidet_nccl__registry_fill. key names the communicator the same on every rank, for the
  * flight recorder (hidet_nccl__trace_key_*; 0: unknown, a borrowed one). */
-hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, uint32_t key, int *id);
+hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int rank, uint32_t key, int *id);
 /* Gives a pending id its communicator; NULL (a failed split) marks it dead. */
-void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks);
+void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks, int rank);
 /* What a slot holds. */
 typedef struct {
     ncclComm_t comm;
     int owned;
     int nranks; /* 0 if unknown: a borrowed communicator */
+    int rank;   /* -1 if unknown: a borrowed communicator */
     int failed; /* marked by hidet_nccl__registry_fail: only shrink, revoke, destroy, abort take it */
     hn_trace_t *trace; /* its flight recorder ring, or NULL (recorder off) */
 } hn_slot_t;

@@ -22,6 +22,7 @@ targets=(
     //examples:file_all_reduce
     //examples:cg_solve
     //tools:hidet-nccl-run
+    //tools:hidet-nccl-trace
     //tools:hidet-nccl-bench
     //tools:bootstrap_cost_bench
     //:libhidet_nccl.so

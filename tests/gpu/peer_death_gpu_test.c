@@ -4,8 +4,19 @@
  *   peer_death_gpu_test kill T    all_reduce + hidet_nccl_comm_wait(T s) in a loop; the last
  *                                 rank SIGKILLs itself at iteration 200; every other rank
  *                                 must get an error from a wait within T + 5 s of its last
- *                                 good one, find the id dead, still use its other
+ *                                 good one, find the id failed (collectives refused), shrink
+ *                                 it without the dead rank (HIDET_NCCL_SHRINK_ABORT) and do
+ *                                 100 exact all_reduces on what is left, still use its other
  *                                 communicator, finalize, and exit 0
+ *   peer_death_gpu_test shrink T  no failure: every rank shrinks away nobody, then 100 exact
+ *                                 all_reduces on the new communicator
+ *   peer_death_gpu_test revoke T  no failure: every rank revokes, the id is failed, then
+ *                                 shrinks away nobody and does 100 exact all_reduces
+ *   peer_death_gpu_test skip T    tags "step i"; the last rank skips step 5 of 10 all_reduces;
+ *                                 a deadline or an explicit dump leaves every rank's flight
+ *                                 recorder in HIDET_NCCL_TRACE_DIR (hidet-nccl-trace reads it)
+ *   peer_death_gpu_test count T   as skip, but the last rank passes count 1000 for 1024 at
+ *                                 step 5
  *   peer_death_gpu_test policy T  as kill, with the error policy ABORT_PROCESS: every other
  *                                 rank must print the failure and abort() itself
  *   peer_death_gpu_test nosplit T the last rank never calls hidet_nccl_comm_split; the others
@@ -62,6 +73,8 @@ static int start_ranked(int *id, int *rank, int *size) {
     return 1;
 }
 
+static int exact_all_reduces(int id, int n, double timeout, const char *what);
+
 static void killed_peer(double timeout, int abort_process) {
     int id = -1, solo = -1, rank = -1, size = 0;
     if (!start_ranked(&id, &rank, &size)) return;
@@ -101,10 +114,20 @@ static void killed_peer(double timeout, int abort_process) {
                took, timeout, hidet_nccl_status_string(st), hidet_nccl_last_error());
         EXPECT(st == HIDET_NCCL_ERROR_TIMEOUT || st == HIDET_NCCL_ERROR_NCCL, "the error status");
         EXPECT(took <= timeout + 5, "detected within the deadline + 5 s");
-        int x;
-        EXPECT(hidet_nccl_comm_rank(id, &x) == HIDET_NCCL_ERROR_INVALID_COMM &&
-                   strstr(hidet_nccl_last_error(), "aborted") != NULL,
-               "the aborted id is dead");
+        float x;
+        EXPECT(hidet_nccl_all_reduce(id, &x, &x, 1, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s) ==
+                       HIDET_NCCL_ERROR_INVALID_COMM &&
+                   strstr(hidet_nccl_last_error(), "failed") != NULL,
+               "the failed id takes no collective");
+        int dead = size - 1, shrunk = -1;
+        double t0 = hn_now();
+        hidet_nccl_status_t sh = hidet_nccl_comm_shrink(id, 1, &dead, HIDET_NCCL_SHRINK_ABORT, &shrunk);
+        printf("rank %d: shrink without rank %d: %s in %.3f s %s\n", rank, dead, hidet_nccl_status_string(sh),
+               hn_now() - t0, sh ? hidet_nccl_last_error() : "");
+        EXPECT(sh == HIDET_NCCL_SUCCESS, "shrink without the dead rank");
+        if (sh == HIDET_NCCL_SUCCESS)
+            EXPECT(exact_all_reduces(shrunk, 100, timeout, "survivors after the shrink"), "100 exact all_reduces");
+        EXPECT(hidet_nccl_comm_destroy(id) == HIDET_NCCL_SUCCESS, "destroy the failed id");
         EXPECT(hidet_nccl_all_reduce(solo, buf, buf + 1, 1, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s) ==
                        HIDET_NCCL_SUCCESS &&
                    hidet_nccl_comm_wait(solo, s, timeout) == HIDET_NCCL_SUCCESS,
@@ -118,6 +141,97 @@ static void killed_peer(double timeout, int abort_process) {
     }
     g_failed = 1;
     printf("rank %d: peer_death: FAILED: no error after 100000 all_reduces\n", rank);
+}
+
+/* n exact all_reduces on id: each rank gives rank + 1 + i, every element of the sum must be
+ * sum_r (r + 1 + i). 1 if all were exact. */
+static int exact_all_reduces(int id, int n, double timeout, const char *what) {
+    int rank = -1, size = 0;
+    hidet_nccl_comm_rank(id, &rank);
+    hidet_nccl_comm_size(id, &size);
+    const size_t count = 1u << 16;
+    float *buf, *host = malloc(count * sizeof *host);
+    cudaStream_t s;
+    cudaMalloc((void **)&buf, count * sizeof *buf);
+    cudaStreamCreate(&s);
+    int wrong = 0, done = 0;
+    for (int i = 0; i < n; i++) {
+        for (size_t k = 0; k < count; k++) host[k] = (float)(rank + 1 + i);
+        cudaMemcpy(buf, host, count * sizeof *buf, cudaMemcpyHostToDevice);
+        if (hidet_nccl_all_reduce(id, buf, buf, count, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s) != HIDET_NCCL_SUCCESS ||
+            hidet_nccl_comm_wait(id, s, timeout) != HIDET_NCCL_SUCCESS) {
+            fprintf(stderr, "%s: all_reduce %d: %s\n", what, i, hidet_nccl_last_error());
+            break;
+        }
+        cudaMemcpy(host, buf, count * sizeof *buf, cudaMemcpyDeviceToHost);
+        float want = (float)(size * (size + 1) / 2 + size * i);
+        for (size_t k = 0; k < count; k++) wrong += host[k] != want;
+        done++;
+    }
+    printf("rank %d: %s: %d of %d all_reduces on %d rank(s), %d wrong elements\n", rank, what, done, n, size, wrong);
+    cudaFree(buf);
+    cudaStreamDestroy(s);
+    free(host);
+    return done == n && wrong == 0;
+}
+
+/* No failure: shrink away nobody (after a revoke, if asked), carry on together. */
+static void healthy_shrink(double timeout, int revoke) {
+    int id = -1, rank = -1, size = 0, child = -1;
+    if (!start_ranked(&id, &rank, &size)) return;
+    EXPECT(exact_all_reduces(id, 10, timeout, "before"), "10 exact all_reduces before");
+    if (revoke) {
+        hidet_nccl_status_t st = hidet_nccl_comm_revoke(id);
+        printf("rank %d: revoke: %s %s\n", rank, hidet_nccl_status_string(st), st ? hidet_nccl_last_error() : "");
+        EXPECT(st == HIDET_NCCL_SUCCESS, "revoke");
+        float x;
+        EXPECT(hidet_nccl_all_reduce(id, &x, &x, 1, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, 0) ==
+                   HIDET_NCCL_ERROR_INVALID_COMM, "a revoked id takes no collective");
+    }
+    double t = hn_now();
+    hidet_nccl_status_t st = hidet_nccl_comm_shrink(id, 0, NULL, HIDET_NCCL_SHRINK_DEFAULT, &child);
+    printf("rank %d: shrink away nobody: %s in %.3f s %s\n", rank, hidet_nccl_status_string(st), hn_now() - t,
+           st ? hidet_nccl_last_error() : "");
+    EXPECT(st == HIDET_NCCL_SUCCESS, "shrink");
+    if (st == HIDET_NCCL_SUCCESS) EXPECT(exact_all_reduces(child, 100, timeout, "after the shrink"), "100 exact");
+    EXPECT(hidet_nccl_comm_destroy(id) == HIDET_NCCL_SUCCESS, "destroy the parent");
+    EXPECT(hidet_nccl_finalize() == HIDET_NCCL_SUCCESS, "finalize");
+    printf("rank %d: peer_death (%s, %s bootstrap): %s\n", rank, revoke ? "revoke" : "shrink", BOOTSTRAP,
+           g_failed ? "FAILED" : "OK");
+}
+
+/* Ranks that disagree: the last one skips step 5, or passes another count there. Every rank
+ * ends with a dump (a deadline makes one; an explicit one after). */
+static void divergence(double timeout, int skip) {
+    int id = -1, rank = -1, size = 0;
+    if (!start_ranked(&id, &rank, &size)) return;
+    const size_t n = 1024;
+    float *buf;
+    cudaStream_t s;
+    cudaMalloc((void **)&buf, n * sizeof *buf);
+    cudaMemset(buf, 0, n * sizeof *buf);
+    cudaStreamCreate(&s);
+    int last = rank == size - 1;
+    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
+    for (int i = 0; i < 10 && st == HIDET_NCCL_SUCCESS; i++) {
+        if (last && skip && i == 5) continue;
+        char tag[32];
+        snprintf(tag, sizeof tag, "step %d", i);
+        hidet_nccl_set_tag(tag);
+        st = hidet_nccl_all_reduce(id, buf, buf, last && !skip && i == 5 ? 1000 : n, HIDET_NCCL_FLOAT32,
+                                   HIDET_NCCL_SUM, s);
+        if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl_comm_wait(id, s, timeout);
+    }
+    printf("rank %d: %s: loop ended with %s %s\n", rank, skip ? "skip" : "count", hidet_nccl_status_string(st),
+           st ? hidet_nccl_last_error() : "");
+    usleep((useconds_t)((timeout + 2) * 1e6)); /* the other rank's deadline passes */
+    char path[4096];
+    EXPECT(hidet_nccl_trace_dump(NULL, path, sizeof path) == HIDET_NCCL_SUCCESS, "the dump");
+    printf("rank %d: dumped to %s\n", rank, path);
+    printf("rank %d: peer_death (%s, %s bootstrap): %s\n", rank, skip ? "skip" : "count", BOOTSTRAP,
+           g_failed ? "FAILED" : "OK");
+    fflush(stdout);
+    _exit(g_failed); /* NCCL may still spin on the mismatched work: no finalize */
 }
 
 static void missing_split(double timeout) {
@@ -172,9 +286,11 @@ static void absent_peer(double timeout) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3 || (strcmp(argv[1], "kill") != 0 && strcmp(argv[1], "policy") != 0 &&
-                     strcmp(argv[1], "nosplit") != 0 && strcmp(argv[1], "absent") != 0)) {
-        fprintf(stderr, "usage: %s kill|policy|nosplit|absent TIMEOUT_S\n", argv[0]);
+    static const char *const modes[] = {"kill", "policy", "nosplit", "absent", "shrink", "revoke", "skip", "count"};
+    int known = 0;
+    for (size_t i = 0; argc >= 3 && i < sizeof modes / sizeof modes[0]; i++) known |= strcmp(argv[1], modes[i]) == 0;
+    if (!known) {
+        fprintf(stderr, "usage: %s kill|policy|nosplit|absent|shrink|revoke|skip|count TIMEOUT_S\n", argv[0]);
         return 2;
     }
     double timeout = atof(argv[2]);
@@ -185,6 +301,10 @@ int main(int argc, char **argv) {
 #endif
     if (strcmp(argv[1], "absent") == 0) absent_peer(timeout);
     else if (strcmp(argv[1], "nosplit") == 0) missing_split(timeout);
+    else if (strcmp(argv[1], "shrink") == 0 || strcmp(argv[1], "revoke") == 0)
+        healthy_shrink(timeout, strcmp(argv[1], "revoke") == 0);
+    else if (strcmp(argv[1], "skip") == 0 || strcmp(argv[1], "count") == 0)
+        divergence(timeout, strcmp(argv[1], "skip") == 0);
     else killed_peer(timeout, strcmp(argv[1], "policy") == 0);
 #ifdef HN_SUITE_MPI
     MPI_Finalize();

@@ -86,7 +86,7 @@ static void test_owned_and_borrowed_mix(void) {
     int owned_id = -1, id = -1, owned = -1;
     ncclComm_t c;
     HN_ASSERT_STATUS(hidet_nccl_set_comms(0, NULL), HIDET_NCCL_SUCCESS, NULL);
-    HN_ASSERT_STATUS(hidet_nccl__registry_add(FAKE(3), 1, 2, 0, &owned_id), HIDET_NCCL_SUCCESS, NULL); /* as init does */
+    HN_ASSERT_STATUS(hidet_nccl__registry_add(FAKE(3), 1, 2, 0, 0, &owned_id), HIDET_NCCL_SUCCESS, NULL); /* as init does */
     CU_ASSERT_EQUAL(owned_id, 0);
     ncclComm_t pool[2] = {FAKE(7), FAKE(8)};
     HN_ASSERT_STATUS(hidet_nccl_set_comms(2, pool), HIDET_NCCL_SUCCESS, NULL);
@@ -153,7 +153,7 @@ static void test_set_comms_arguments(void) {
 static void *adder(void *arg) {
     int *ids = arg;
     for (int i = 0; i < PER_THREAD; i++) {
-        if (hidet_nccl__registry_add(FAKE(i), 0, 0, 0, &ids[i]) != HIDET_NCCL_SUCCESS) return NULL;
+        if (hidet_nccl__registry_add(FAKE(i), 0, 0, -1, 0, &ids[i]) != HIDET_NCCL_SUCCESS) return NULL;
         ncclComm_t c;
         if (hidet_nccl_get_comm(ids[i], &c) != HIDET_NCCL_SUCCESS || c != FAKE(i)) return NULL;
         if (i % 3 == 0 && hidet_nccl_comm_destroy(ids[i]) != HIDET_NCCL_SUCCESS) return NULL;
