@@ -19,13 +19,16 @@ typedef struct {
     const hn_nccl_t *n;
     ncclComm_t parent, child;
     int *exclude;
-    int n_exclude, flags, blocking;
+    int n_exclude, flags, blocking, rank;
 } shrink_job_t;
 
+/* NCCL 2.28.9 refuses a shrink that excludes nobody (invalid argument): that one is a split of
+ * every rank in one color, in the same order. */
 static ncclResult_t run_shrink(void *p) {
     shrink_job_t *a = p;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = a->blocking;
+    if (a->n_exclude == 0 && a->n->CommSplit != NULL) return a->n->CommSplit(a->parent, 0, a->rank, &a->child, &config);
     return a->n->CommShrink(a->parent, a->exclude, a->n_exclude, &a->child, &config, a->flags);
 }
 
@@ -94,7 +97,7 @@ hidet_nccl_status_t hidet_nccl_comm_shrink(int comm_id, int n_exclude, const int
     if (exclude == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", n_exclude);
     if (n_exclude > 0) memcpy(exclude, exclude_ranks, (size_t)n_exclude * sizeof *exclude);
     int nccl_flags = flags == HIDET_NCCL_SHRINK_ABORT ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT;
-    shrink_job_t job = {n, slot.comm, NULL, exclude, n_exclude, nccl_flags, blocking};
+    shrink_job_t job = {n, slot.comm, NULL, exclude, n_exclude, nccl_flags, blocking, rank};
     hidet_nccl_status_t st;
     if (blocking) {
         int device;

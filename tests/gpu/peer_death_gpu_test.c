@@ -124,6 +124,13 @@ static void killed_peer(double timeout, int abort_process) {
         hidet_nccl_status_t sh = hidet_nccl_comm_shrink(id, 1, &dead, HIDET_NCCL_SHRINK_ABORT, &shrunk);
         printf("rank %d: shrink without rank %d: %s in %.3f s %s\n", rank, dead, hidet_nccl_status_string(sh),
                hn_now() - t0, sh ? hidet_nccl_last_error() : "");
+        if (sh != HIDET_NCCL_SUCCESS) { /* probe: after a revoke */
+            hidet_nccl_status_t rv = hidet_nccl_comm_revoke(id);
+            printf("rank %d: revoke: %s %s\n", rank, hidet_nccl_status_string(rv), rv ? hidet_nccl_last_error() : "");
+            sh = hidet_nccl_comm_shrink(id, 1, &dead, HIDET_NCCL_SHRINK_DEFAULT, &shrunk);
+            printf("rank %d: shrink after the revoke: %s %s\n", rank, hidet_nccl_status_string(sh),
+                   sh ? hidet_nccl_last_error() : "");
+        }
         EXPECT(sh == HIDET_NCCL_SUCCESS, "shrink without the dead rank");
         if (sh == HIDET_NCCL_SUCCESS)
             EXPECT(exact_all_reduces(shrunk, 100, timeout, "survivors after the shrink"), "100 exact all_reduces");
