@@ -39,20 +39,13 @@ hidet_nccl_status_t hidet_nccl__comm_failed(int id, hidet_nccl_status_t st, int 
         abort();
     }
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
-    if (n == NULL) {
-        hidet_nccl__trace_dump_on_failure(event);
-        return st;
-    }
-    if (policy == HIDET_NCCL_ON_ERROR_ABORT_COMM) {
+    int keep = broken && n != NULL && n->CommShrink != NULL && policy != HIDET_NCCL_ON_ERROR_ABORT_COMM;
+    if (keep && hidet_nccl__registry_fail(id, event) == HIDET_NCCL_SUCCESS) /* for the survivors' shrink */
+        hidet_nccl__append_error("communicator id %d is failed: it takes no more collectives; shrink it "
+                                 "(hidet_nccl_comm_shrink, HIDET_NCCL_SHRINK_ABORT) to carry on without the ranks "
+                                 "that left, or destroy it", id);
+    else if (!keep && n != NULL && (broken || policy == HIDET_NCCL_ON_ERROR_ABORT_COMM))
         abort_comm(n, id, event);
-    } else if (broken && n->CommShrink != NULL) { /* kept for the survivors' shrink */
-        if (hidet_nccl__registry_fail(id, event) == HIDET_NCCL_SUCCESS)
-            hidet_nccl__append_error("communicator id %d is failed: it takes no more collectives; shrink it "
-                                     "(hidet_nccl_comm_shrink, HIDET_NCCL_SHRINK_ABORT) to carry on without the "
-                                     "ranks that left, or destroy it", id);
-    } else if (broken) {
-        abort_comm(n, id, event);
-    }
     hidet_nccl__trace_dump_on_failure(event); /* after: the dump shows the id failed or dead */
     return st;
 }

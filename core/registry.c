@@ -73,15 +73,19 @@ static hidet_nccl_status_t reserve_locked(int needed) {
     return HIDET_NCCL_SUCCESS;
 }
 
-/* The ring's rank and size, from NCCL: for an owned communicator when its ring is made, for
- * a borrowed one (which a test may fake) only when it is dumped. */
-static void place_trace(hn_trace_t *t, ncclComm_t comm, int nranks) {
+/* A borrowed communicator's rank and size, from NCCL, for its ring's dump (an owned one's are
+ * in its slot; a borrowed one, which a test may fake, is asked only when it is dumped). */
+static void place_borrowed(hn_trace_t *t, ncclComm_t comm) {
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
+    int rank = -1, nranks = -1;
     if (t == NULL || comm == NULL || n == NULL) return;
-    int rank = -1;
     if (n->CommUserRank(comm, &rank) != ncclSuccess) rank = -1;
-    if (nranks <= 0 && n->CommCount(comm, &nranks) != ncclSuccess) nranks = -1;
+    if (n->CommCount(comm, &nranks) != ncclSuccess) nranks = -1;
     hidet_nccl__trace_set_place(t, rank, nranks);
+}
+
+static hn_slot_t view(const slot_t *s) {
+    return (hn_slot_t){s->comm, s->kind == KIND_OWNED, s->nranks, s->rank, s->failed, s->trace};
 }
 
 static hidet_nccl_status_t add_locked(ncclComm_t comm, kind_t kind, int nranks, int rank, uint32_t key, int *id) {
@@ -119,10 +123,7 @@ void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks, int rank) {
 hidet_nccl_status_t hidet_nccl__registry_get(int id, int accept_failed, hn_slot_t *out) {
     pthread_mutex_lock(&g_lock);
     hidet_nccl_status_t st = check_id_locked(id, accept_failed);
-    if (st == HIDET_NCCL_SUCCESS) {
-        const slot_t *s = &g_slots[id];
-        *out = (hn_slot_t){s->comm, s->kind == KIND_OWNED, s->nranks, s->rank, s->failed, s->trace};
-    }
+    if (st == HIDET_NCCL_SUCCESS) *out = view(&g_slots[id]);
     pthread_mutex_unlock(&g_lock);
     return st;
 }
@@ -135,9 +136,9 @@ hidet_nccl_status_t hidet_nccl__registry_coll(int id, hn_slot_t *out) {
         if (!s->trace_tried) { /* once per communicator, at its first collective */
             s->trace_tried = 1;
             s->trace = hidet_nccl__trace_new(s->key);
-            if (s->kind == KIND_OWNED) place_trace(s->trace, s->comm, s->nranks); /* borrowed: at the dump */
+            if (s->kind == KIND_OWNED) hidet_nccl__trace_set_place(s->trace, s->rank, s->nranks);
         }
-        *out = (hn_slot_t){s->comm, s->kind == KIND_OWNED, s->nranks, s->rank, s->failed, s->trace};
+        *out = view(s);
     }
     pthread_mutex_unlock(&g_lock);
     return st;
@@ -194,7 +195,7 @@ void hidet_nccl__registry_each_trace(hn_trace_visit_fn fn, void *arg) {
         const slot_t *s = &g_slots[i];
         if (s->trace == NULL) continue;
         const char *state = s->pending ? "pending" : !s->live ? "dead" : s->failed ? "failed" : "live";
-        if (s->live && !s->pending && s->kind != KIND_OWNED) place_trace(s->trace, s->comm, s->nranks);
+        if (s->live && !s->pending && s->kind != KIND_OWNED) place_borrowed(s->trace, s->comm);
         fn(arg, i, s->trace, state, s->live && !s->failed ? "" : s->why[0] ? s->why : "destroyed");
     }
     pthread_mutex_unlock(&g_lock);

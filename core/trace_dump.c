@@ -125,8 +125,8 @@ static hidet_nccl_status_t open_dir(const char *dir, int *fd) {
 /* The file's name: the launcher's rank, else the pid. */
 static void file_name(char *out, size_t size) {
     int rank = hidet_nccl__launcher_rank();
-    if (rank >= 0) snprintf(out, size, "hidet-nccl-trace.%d.jsonl", rank);
-    else snprintf(out, size, "hidet-nccl-trace.pid%ld.jsonl", (long)getpid());
+    if (rank >= 0) snprintf(out, size, HIDET_NCCL_TRACE_FILE_PREFIX "%d" HIDET_NCCL_TRACE_FILE_SUFFIX, rank);
+    else snprintf(out, size, HIDET_NCCL_TRACE_FILE_PREFIX "pid%ld" HIDET_NCCL_TRACE_FILE_SUFFIX, (long)getpid());
 }
 
 static void write_header(FILE *f, const char *reason) {

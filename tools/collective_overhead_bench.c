@@ -100,17 +100,16 @@ int main(int argc, char **argv) {
         return 2;
     }
     long calls = argc > 2 ? atol(argv[2]) : 1000000;
-    static char path[4096];
-    if (realpath(argv[1], path) == NULL) return 2;
-    setenv("HIDET_NCCL_LIBRARY", path, 1);
     static fake_comm_t comm = {4, 0};
     ctx_t ctx = {-1, (ncclComm_t)(void *)&comm, NULL};
-    if (hidet_nccl_load() != HIDET_NCCL_SUCCESS || hidet_nccl_comm_adopt(ctx.comm, &ctx.id) != HIDET_NCCL_SUCCESS) {
+    int version;
+    fake_nccl_log_fn log;
+    ctx.nccl = fake_nccl_load(argv[1], &version, &log, &g_clear);
+    if (ctx.nccl == NULL) return 1;
+    if (hidet_nccl_comm_adopt(ctx.comm, &ctx.id) != HIDET_NCCL_SUCCESS) {
         fprintf(stderr, "%s\n", hidet_nccl_last_error());
         return 1;
     }
-    ctx.nccl = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    g_clear = (fake_nccl_clear_fn)dlsym(ctx.nccl, "fake_nccl_clear");
     g_ar = (all_reduce_t)dlsym(ctx.nccl, "ncclAllReduce");
     g_bc = (broadcast_t)dlsym(ctx.nccl, "ncclBroadcast");
     g_ag = (all_gather_t)dlsym(ctx.nccl, "ncclAllGather");
@@ -118,7 +117,7 @@ int main(int argc, char **argv) {
     g_a2a = (all_gather_t)dlsym(ctx.nccl, "ncclAlltoAll");
     g_send = (send_t)dlsym(ctx.nccl, "ncclSend");
     if (!g_clear || !g_ar || !g_bc || !g_ag || !g_rs || !g_a2a || !g_send) {
-        fprintf(stderr, "%s is not the stand-in for NCCL 2.28\n", path);
+        fprintf(stderr, "%s is not the stand-in for NCCL 2.28\n", argv[1]);
         return 1;
     }
     static const struct {

@@ -556,7 +556,8 @@ static int dumps_in(const job_t *job) {
     for (int i = 0; i < g.n; i++) {
         if (g.ranks[i].done) continue;
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/hidet-nccl-trace.%d.jsonl", g.trace_dir, g.node_rank * g.n + i);
+        snprintf(path, sizeof path, "%s/" HIDET_NCCL_TRACE_FILE_PREFIX "%d" HIDET_NCCL_TRACE_FILE_SUFFIX, g.trace_dir,
+                 g.node_rank * g.n + i);
         struct stat st;
         if (stat(path, &st) != 0 || st.st_mtim.tv_sec < job->failed_at.tv_sec ||
             (st.st_mtim.tv_sec == job->failed_at.tv_sec && st.st_mtim.tv_nsec < job->failed_at.tv_nsec))

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hidet_nccl/hidet_nccl.h"
 #include "tools/trace_read.h"
 
 #define MAX_FILE_BYTES (1LL << 30)
@@ -58,8 +59,9 @@ static void read_one(tr_set_t *set, int dirfd, const char *name, const char *sho
 }
 
 static int is_dump_name(const char *n) {
-    size_t len = strlen(n);
-    return strncmp(n, "hidet-nccl-trace.", 17) == 0 && len > 23 && strcmp(n + len - 6, ".jsonl") == 0;
+    size_t len = strlen(n), pre = strlen(HIDET_NCCL_TRACE_FILE_PREFIX), suf = strlen(HIDET_NCCL_TRACE_FILE_SUFFIX);
+    return len > pre + suf && strncmp(n, HIDET_NCCL_TRACE_FILE_PREFIX, pre) == 0 &&
+           strcmp(n + len - suf, HIDET_NCCL_TRACE_FILE_SUFFIX) == 0;
 }
 
 static int compare_names(const void *a, const void *b) {

@@ -293,6 +293,11 @@ hidet_nccl_status_t hidet_nccl_comm_revoke(int comm_id);
  * policy ends the process), and so does SIGUSR1; `hidet-nccl-trace DIR` reads the dumps of
  * every rank and says where they diverged. docs/flight_recorder.md has the details. */
 
+/* A dump's file in its directory: prefix, the launcher's rank (else "pid" and the process id),
+ * suffix. */
+#define HIDET_NCCL_TRACE_FILE_PREFIX "hidet-nccl-trace."
+#define HIDET_NCCL_TRACE_FILE_SUFFIX ".jsonl"
+
 /* The calling thread's tag, recorded with each of its later operations until changed (NULL
  * or "": none); at most 47 bytes. */
 hidet_nccl_status_t hidet_nccl_set_tag(const char *tag);

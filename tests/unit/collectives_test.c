@@ -7,7 +7,6 @@
  * in-place and overlap rules, overflow, NULL buffers, count 0, the grouped send/recv forms
  * (also forced by HIDET_NCCL_GROUPED_P2P=1), groups balanced on failure, failures named, and
  * scaled-sum ops tied to their communicator and dtype. */
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,19 +411,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s LIBFAKE_NCCL.so\n", argv[0]);
         return 2;
     }
-    char path[4096];
-    if (realpath(argv[1], path) == NULL) return 2;
-    setenv("HIDET_NCCL_LIBRARY", path, 1);
     int version = 0;
-    if (hidet_nccl_load() != HIDET_NCCL_SUCCESS || hidet_nccl_nccl_version(&version) != HIDET_NCCL_SUCCESS) {
-        fprintf(stderr, "cannot load the fake NCCL: %s\n", hidet_nccl_last_error());
-        return 1;
-    }
+    if (fake_nccl_load(argv[1], &version, &g_log, &g_clear) == NULL) return 1;
     g_new = version >= 22800;
-    void *fake = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    g_log = fake ? (fake_nccl_log_fn)dlsym(fake, "fake_nccl_log") : NULL;
-    g_clear = fake ? (fake_nccl_clear_fn)dlsym(fake, "fake_nccl_clear") : NULL;
-    if (g_log == NULL || g_clear == NULL || hidet_nccl_comm_adopt((ncclComm_t)(void *)&g_comm4, &g_id) ||
+    if (hidet_nccl_comm_adopt((ncclComm_t)(void *)&g_comm4, &g_id) ||
         hidet_nccl_comm_adopt((ncclComm_t)(void *)&g_root4, &g_root_id) ||
         hidet_nccl_comm_adopt((ncclComm_t)(void *)&g_other, &g_other_id)) {
         fprintf(stderr, "setup failed: %s\n", hidet_nccl_last_error());

@@ -4,7 +4,6 @@
  *   flight_recorder_test LIBFAKE_NCCL.so
  * Against the fake as NCCL 2.28.9 (shrink and revoke there) and as 2.10.3 (both refused
  * with the version they need). */
-#include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -411,22 +410,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s LIBFAKE_NCCL.so\n", argv[0]);
         return 2;
     }
-    char path[4096];
-    if (realpath(argv[1], path) == NULL) return 2;
-    setenv("HIDET_NCCL_LIBRARY", path, 1);
     unsetenv("HIDET_NCCL_RANK");
     int version = 0;
-    if (hidet_nccl_load() != HIDET_NCCL_SUCCESS || hidet_nccl_nccl_version(&version) != HIDET_NCCL_SUCCESS) {
-        fprintf(stderr, "cannot load the fake NCCL: %s\n", hidet_nccl_last_error());
-        return 1;
-    }
+    if (fake_nccl_load(argv[1], &version, &g_log, &g_clear) == NULL) return 1;
     g_new = version >= 22800;
-    void *fake = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    g_log = fake ? (fake_nccl_log_fn)dlsym(fake, "fake_nccl_log") : NULL;
-    g_clear = fake ? (fake_nccl_clear_fn)dlsym(fake, "fake_nccl_clear") : NULL;
     const char *tmp = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
     snprintf(g_dir, sizeof g_dir, "%.900s/traceXXXXXX", tmp);
-    if (g_log == NULL || g_clear == NULL || mkdtemp(g_dir) == NULL) {
+    if (mkdtemp(g_dir) == NULL) {
         fprintf(stderr, "setup failed\n");
         return 1;
     }
