@@ -1,12 +1,17 @@
 /* What the library adds on the host to each collective call: every collective through the
  * library against the same NCCL function called directly, both into the recording stand-in
  * for NCCL (tests/support/fake_nccl.c, which only logs), so that only the host cost is left.
- *   collective_overhead_bench LIBFAKE_NCCL.so [CALLS]
- * Prints ns per call, library and direct, and their difference, for each collective. */
+ *   collective_overhead_bench LIBFAKE_NCCL.so [CALLS] [cuda]
+ * With "cuda" (a GPU machine) the calls name a real CUDA stream, and a third column has the
+ * recorder with completion tracking (a CUDA event recorded per call). 
+ * Prints ns per call, library (flight recorder on, the default; and off) and direct, what the
+ * library adds, and what the recorder adds (on minus off, completion tracking off), for each
+ * collective. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "hidet_nccl/hidet_nccl.h"
@@ -20,7 +25,8 @@ static double now(void) {
 
 static fake_nccl_clear_fn g_clear;
 static char g_buf[1 << 16];
-#define STREAM ((cudaStream_t)(uintptr_t)0x5)
+static cudaStream_t g_stream = (cudaStream_t)(uintptr_t)0x5; /* a real one with "cuda" */
+#define STREAM g_stream
 #define BATCH 1000 /* calls between two clears of the stand-in's log */
 
 typedef int (*call_fn)(void *ctx);
@@ -100,16 +106,35 @@ int main(int argc, char **argv) {
         return 2;
     }
     long calls = argc > 2 ? atol(argv[2]) : 1000000;
-    static fake_comm_t comm = {4, 0};
-    ctx_t ctx = {-1, (ncclComm_t)(void *)&comm, NULL};
+    static fake_comm_t comm = {4, 0}, quiet = {4, 0}, tracked = {4, 0};
+    ctx_t ctx = {-1, (ncclComm_t)(void *)&comm, NULL}, off = {-1, (ncclComm_t)(void *)&quiet, NULL},
+          events = {-1, (ncclComm_t)(void *)&tracked, NULL};
+    int cuda = argc > 3 && strcmp(argv[3], "cuda") == 0;
+    if (cuda && cudaStreamCreate(&g_stream) != cudaSuccess) {
+        fprintf(stderr, "cudaStreamCreate failed: no GPU?\n");
+        return 1;
+    }
     int version;
     fake_nccl_log_fn log;
     ctx.nccl = fake_nccl_load(argv[1], &version, &log, &g_clear);
     if (ctx.nccl == NULL) return 1;
-    if (hidet_nccl_comm_adopt(ctx.comm, &ctx.id) != HIDET_NCCL_SUCCESS) {
+    /* A communicator whose ring is never made: its first collective runs with the recorder off. */
+    setenv("HIDET_NCCL_TRACE_ENTRIES", "0", 1);
+    hidet_nccl_settings_reload();
+    if (hidet_nccl_comm_adopt(ctx.comm, &ctx.id) != HIDET_NCCL_SUCCESS ||
+        hidet_nccl_comm_adopt(off.comm, &off.id) != HIDET_NCCL_SUCCESS || lib_send(&off) != 0) {
         fprintf(stderr, "%s\n", hidet_nccl_last_error());
         return 1;
     }
+    unsetenv("HIDET_NCCL_TRACE_ENTRIES");
+    setenv("HIDET_NCCL_TRACE_COMPLETION", "1", 1); /* likewise: a ring with an event per entry */
+    hidet_nccl_settings_reload();
+    if (cuda && (hidet_nccl_comm_adopt(events.comm, &events.id) != HIDET_NCCL_SUCCESS || lib_send(&events) != 0)) {
+        fprintf(stderr, "%s\n", hidet_nccl_last_error());
+        return 1;
+    }
+    unsetenv("HIDET_NCCL_TRACE_COMPLETION");
+    hidet_nccl_settings_reload();
     g_ar = (all_reduce_t)dlsym(ctx.nccl, "ncclAllReduce");
     g_bc = (broadcast_t)dlsym(ctx.nccl, "ncclBroadcast");
     g_ag = (all_gather_t)dlsym(ctx.nccl, "ncclAllGather");
@@ -132,10 +157,16 @@ int main(int argc, char **argv) {
         {"send (float32)", lib_send, raw_send},
     };
     printf("# host time per call into a stand-in NCCL that only logs (median of 5 x %ld calls), 4 ranks\n", calls);
-    printf("# %-30s %12s %12s %12s\n", "collective", "library ns", "direct ns", "added ns");
+    printf("# library: flight recorder on (2048 entries, completion tracking off); off: HIDET_NCCL_TRACE_ENTRIES=0\n");
+    printf("# %-30s %12s %12s %12s %12s %12s%s\n", "collective", "library ns", "off ns", "direct ns", "added ns",
+           "recorder ns", cuda ? "   events ns" : "");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        double lib = time_calls(rows[i].lib, &ctx, calls), raw = time_calls(rows[i].raw, &ctx, calls);
-        printf("  %-30s %12.1f %12.1f %12.1f\n", rows[i].name, lib, raw, lib - raw);
+        double lib = time_calls(rows[i].lib, &ctx, calls), quiet_lib = time_calls(rows[i].lib, &off, calls),
+               raw = time_calls(rows[i].raw, &ctx, calls);
+        printf("  %-30s %12.1f %12.1f %12.1f %12.1f %12.1f", rows[i].name, lib, quiet_lib, raw, lib - raw,
+               lib - quiet_lib);
+        if (cuda) printf(" %12.1f", time_calls(rows[i].lib, &events, calls) - quiet_lib);
+        printf("\n");
     }
     return 0;
 }
