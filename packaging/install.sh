@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs hidet-nccl into a prefix. Through Bazel:   bazel run //:install -- --prefix DIR
 # The leading arguments (given by the //:install target) name the built files:
-#   install.sh LIB LIB_MPI SO SO_MPI RUN BENCH CUDA_ROOT_TXT NCCL_INC_TXT MPI_PATHS_TXT A_TEMPLATE FILE... --prefix DIR
+#   install.sh LIB LIB_MPI SO SO_MPI RUN BENCH TRACE CUDA_ROOT_TXT NCCL_INC_TXT MPI_PATHS_TXT A_TEMPLATE FILE... --prefix DIR
 # FILE: the public headers (*.h), the Fortran module's source (*.f90, into include/hidet_nccl/fortran)
 # and the Python package's files (*.py, into lib/python/hidet_nccl).
 set -euo pipefail
 usage() { echo "usage: bazel run //:install -- --prefix DIR" >&2; exit 2; }
-[ $# -ge 11 ] || usage
-lib=$1 lib_mpi=$2 so=$3 so_mpi=$4 run=$5 bench=$6 cuda_txt=$7 nccl_txt=$8 mpi_txt=$9 templates=$(dirname "${10}")
-shift 10
+[ $# -ge 12 ] || usage
+lib=$1 lib_mpi=$2 so=$3 so_mpi=$4 run=$5 bench=$6 trace=$7 cuda_txt=$8 nccl_txt=$9 templates=$(dirname "${11}")
+mpi_txt=${10}
+shift 11
 headers=()
 pyfiles=()
 f90files=()
@@ -51,6 +52,7 @@ if [ ${#pyfiles[@]} -gt 0 ]; then # PYTHONPATH=$prefix/lib/python: it finds the 
     install -m 0644 "${pyfiles[@]}" "$prefix/lib/python/hidet_nccl/"
 fi
 install -m 0755 "$bench" "$prefix/bin/hidet-nccl-bench"
+install -m 0755 "$trace" "$prefix/bin/hidet-nccl-trace"
 fill() { # template output
     sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" -e "s|@CUDA_ROOT@|$cuda_root|g" \
         -e "s|@NCCL_INCLUDE@|$nccl_inc|g" -e "s|@MPI_INCLUDE@|$mpi_inc|g" -e "s|@MPI_LIB@|$mpi_lib|g" "$1" >"$2"

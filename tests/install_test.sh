@@ -24,7 +24,7 @@ check "install succeeds" [ $? -eq 0 ]
 for f in include/hidet_nccl/hidet_nccl.h include/hidet_nccl/bootstrap.h include/hidet_nccl/bootstrap_mpi.h \
     lib/libhidet_nccl.a lib/libhidet_nccl_mpi.a lib/pkgconfig/hidet_nccl.pc lib/pkgconfig/hidet_nccl_mpi.pc \
     lib/cmake/HidetNccl/HidetNcclConfig.cmake lib/cmake/HidetNccl/HidetNcclConfigVersion.cmake \
-    bin/hidet-nccl-run bin/hidet-nccl-bench lib/libhidet_nccl.so.0.1.0 lib/libhidet_nccl_mpi.so.0.1.0 \
+    bin/hidet-nccl-run bin/hidet-nccl-bench bin/hidet-nccl-trace lib/libhidet_nccl.so.0.1.0 lib/libhidet_nccl_mpi.so.0.1.0 \
     lib/pkgconfig/hidet_nccl_shared.pc lib/pkgconfig/hidet_nccl_mpi_shared.pc lib/python/hidet_nccl/__init__.py \
     include/hidet_nccl/fortran/hidet_nccl.f90; do
     check "installed $f" [ -f "$prefix/$f" ]
@@ -37,7 +37,13 @@ for so in libhidet_nccl libhidet_nccl_mpi; do
     exported=$(nm -D --defined-only "$prefix/lib/$so.so" | awk '$2 ~ /^[TDBR]$/ {sub(/@.*/, "", $3); print $3}')
     check "$so.so exports only hidet_nccl_* functions" [ -z "$(echo "$exported" | grep -v '^hidet_nccl_[a-z]')" ]
     check "$so.so exports hidet_nccl_all_gather" grep -qx hidet_nccl_all_gather <<<"$exported"
+    functions=$(nm -D --defined-only "$prefix/lib/$so.so" | awk '$2 == "T" {sub(/@.*/, "", $3); print $3}')
+    # what takes a C MPI_Comm is reached through hidet_nccl_mpi_comm_init_fortran
+    unbound=$(for f in $functions; do grep -q "name=\"$f\"" "$prefix/include/hidet_nccl/fortran/hidet_nccl.f90" ||
+        grep -q "$f(MPI_Comm" "$prefix/include/hidet_nccl/bootstrap_mpi.h" || echo "$f"; done)
+    check "the Fortran module binds every function of $so.so${unbound:+ (not: $unbound)}" [ -z "$unbound" ]
 done
+check "hidet-nccl-trace --help" grep -q "^usage: hidet-nccl-trace" <("$prefix/bin/hidet-nccl-trace" --help)
 check "libhidet_nccl_mpi.so exports the MPI bootstrap" bash -c "nm -D --defined-only '$prefix/lib/libhidet_nccl_mpi.so' | grep -q ' hidet_nccl_mpi_init'"
 
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig

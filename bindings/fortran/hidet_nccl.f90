@@ -34,6 +34,7 @@ module hidet_nccl
     HIDET_NCCL_ON_ERROR_ABORT_PROCESS = 2
   integer(c_int), parameter :: HIDET_NCCL_DEVICE_AUTO = -1, HIDET_NCCL_DEVICE_CURRENT = -2
   integer(c_int), parameter :: HIDET_NCCL_SPLIT_NOCOLOR = -1
+  integer(c_int), parameter :: HIDET_NCCL_SHRINK_DEFAULT = 0, HIDET_NCCL_SHRINK_ABORT = 1
   real(c_double), parameter :: HIDET_NCCL_DEFAULT_TIMEOUT = 0.0_c_double
 
   ! ncclUniqueId: 128 opaque bytes
@@ -210,6 +211,32 @@ module hidet_nccl
     integer(c_int) function hidet_nccl_comm_abort(comm_id) bind(c, name="hidet_nccl_comm_abort")
       import
       integer(c_int), value, intent(in) :: comm_id
+    end function
+    integer(c_int) function hidet_nccl_comm_shrink(comm_id, n_exclude, exclude_ranks, flags, new_id) &
+        bind(c, name="hidet_nccl_comm_shrink")
+      import
+      integer(c_int), value, intent(in) :: comm_id
+      integer(c_int), value, intent(in) :: n_exclude
+      integer(c_int), dimension(*), intent(in) :: exclude_ranks
+      integer(c_int), value, intent(in) :: flags
+      integer(c_int), intent(out) :: new_id
+    end function
+    integer(c_int) function hidet_nccl_comm_revoke(comm_id) bind(c, name="hidet_nccl_comm_revoke")
+      import
+      integer(c_int), value, intent(in) :: comm_id
+    end function
+    ! the flight recorder: tag a NUL-terminated string (hidet_nccl_cstr; '' clears it)
+    integer(c_int) function hidet_nccl_set_tag(tag) bind(c, name="hidet_nccl_set_tag")
+      import
+      character(kind=c_char), dimension(*), intent(in) :: tag
+    end function
+    ! dir: c_null_ptr ($HIDET_NCCL_TRACE_DIR) or c_loc of a NUL-terminated target string;
+    ! path: c_null_ptr, or c_loc of a buffer of path_size characters for the file written
+    integer(c_int) function hidet_nccl_trace_dump(dir, path, path_size) bind(c, name="hidet_nccl_trace_dump")
+      import
+      type(c_ptr), value, intent(in) :: dir
+      type(c_ptr), value, intent(in) :: path
+      integer(c_size_t), value, intent(in) :: path_size
     end function
     integer(c_int) function hidet_nccl_finalize() bind(c, name="hidet_nccl_finalize")
       import

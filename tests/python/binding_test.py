@@ -3,8 +3,10 @@ messages, and what reaches NCCL from arrays with __cuda_array_interface__ and DL
 the recording stand-in for NCCL (tests/support/fake_nccl.c).
     binding_test.py LIBHIDET_NCCL_SO LIBFAKE_NCCL_SO   (bindings/python on PYTHONPATH)"""
 import ctypes
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 SO, FAKE = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2])
@@ -143,6 +145,43 @@ class Binding(unittest.TestCase):
         self.assertEqual(self.only("ncclAlltoAll").count, 2)
         with self.assertRaises(ValueError):
             COMM.all_to_all(CudaArray(0x1000, (6,), "<f4"), out=CudaArray(0x9000, (6,), "<f4"))
+
+    def test_shrink_and_revoke(self):
+        os.environ["HIDET_NCCL_NONBLOCKING"] = "1"  # the blocking form asks CUDA for the device
+        hn.call("hidet_nccl_settings_reload")
+        try:
+            child = COMM.shrink([3], hn.SHRINK_ABORT)
+            c = self.only("ncclCommShrink")
+            self.assertEqual((c.count, c.op), (1, 1))
+            self.assertEqual((child.size, child.rank), (3, 1))
+            with self.assertRaises(hn.HidetNcclError) as e:
+                COMM.shrink([1])
+            self.assertIn("this rank", str(e.exception))
+            child.revoke()
+            with self.assertRaises(hn.HidetNcclError) as e:
+                child.all_reduce(CudaArray(0x1000, (4,), "<f4"))
+            self.assertIn("revoked by hidet_nccl_comm_revoke", str(e.exception))
+            child.destroy()
+        finally:
+            del os.environ["HIDET_NCCL_NONBLOCKING"]
+            hn.call("hidet_nccl_settings_reload")
+
+    def test_tag_and_trace_dump(self):
+        with self.assertRaises(hn.HidetNcclError):
+            hn.set_tag("x" * 60)
+        hn.set_tag("step 7")
+        COMM.all_reduce(CudaArray(0x1000, (4,), "<f4"))
+        hn.set_tag(None)
+        with tempfile.TemporaryDirectory() as d:
+            path = hn.trace_dump(d)
+            self.assertTrue(path.startswith(d))
+            with open(path) as f:
+                lines = [json.loads(line) for line in f]
+        ops = [x for x in lines if x["type"] == "op" and x["tag"] == "step 7"]
+        self.assertEqual([(x["coll"], x["dtype"], x["count"]) for x in ops], [("all_reduce", "float32", 4)])
+        with self.assertRaises(hn.HidetNcclError) as e:
+            hn.trace_dump("/no/such/dir")
+        self.assertIn("must exist", str(e.exception))
 
 
 if __name__ == "__main__":

@@ -15,9 +15,10 @@ from ._arrays import DTYPES, OPS, dtype_from_dlpack, dtype_from_torch, dtype_fro
 from ._lib import HidetNcclError, call, load
 
 __version__ = "0.1.0"
+SHRINK_DEFAULT, SHRINK_ABORT = 0, 1  # Communicator.shrink flags (HIDET_NCCL_SHRINK_*)
 __all__ = [
     "HidetNcclError", "Communicator", "Op", "init", "init_mpi", "adopt", "group", "finalize", "nccl_version",
-    "nccl_path", "dtype_of", "dtype_from_torch", "dtype_from_typestr", "dtype_from_dlpack", "DTYPES", "OPS",
+    "nccl_path", "set_tag", "trace_dump", "SHRINK_DEFAULT", "SHRINK_ABORT", "dtype_of", "dtype_from_torch", "dtype_from_typestr", "dtype_from_dlpack", "DTYPES", "OPS",
     "__version__",
 ]
 
@@ -73,6 +74,20 @@ def adopt(nccl_comm):
 def finalize():
     """Destroys every owned communicator and drops the borrowed ones."""
     call("hidet_nccl_finalize")
+
+
+def set_tag(tag):
+    """The calling thread's tag (at most 47 bytes; None: none), recorded by the flight recorder
+    with each of its later collectives."""
+    call("hidet_nccl_set_tag", None if tag is None else tag.encode())
+
+
+def trace_dump(directory=None):
+    """Dumps every communicator's flight recorder into directory (None: $HIDET_NCCL_TRACE_DIR);
+    returns the file written. `hidet-nccl-trace DIR` reads the ranks' dumps."""
+    path = ctypes.create_string_buffer(4352)
+    call("hidet_nccl_trace_dump", None if directory is None else str(directory).encode(), path, len(path))
+    return path.value.decode()
 
 
 @contextlib.contextmanager
@@ -154,6 +169,16 @@ class Communicator:
     def split(self, color, key=0):
         """ncclCommSplit: the ranks of the same color, ordered by key; color None: no part."""
         return Communicator(_out_int("hidet_nccl_comm_split", self.id, -1 if color is None else color, key))
+
+    def shrink(self, exclude=(), flags=SHRINK_DEFAULT):
+        """ncclCommShrink: a new communicator without the ranks in exclude (they do not call);
+        flags SHRINK_ABORT on a communicator that failed. This one stays: destroy it."""
+        ranks = (ctypes.c_int * max(len(exclude), 1))(*exclude)
+        return Communicator(_out_int("hidet_nccl_comm_shrink", self.id, len(exclude), ranks, flags))
+
+    def revoke(self):
+        """ncclCommRevoke: stops this rank's unfinished work; the communicator is then failed."""
+        call("hidet_nccl_comm_revoke", self.id)
 
     def destroy(self):
         call("hidet_nccl_comm_destroy", self.id)
