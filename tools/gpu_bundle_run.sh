@@ -38,7 +38,7 @@ run mpi_all_reduce mpirun "${mpirun_args[@]}" "$bin/mpi_all_reduce"
 run file_all_reduce "${launch[@]}" "$bin/file_all_reduce"
 run cg_solve "${launch[@]}" "$bin/cg_solve"
 for bootstrap in mpi file; do
-    for mode in kill policy nosplit absent shrink revoke skip count; do
+    for mode in kill hang policy nosplit absent shrink revoke skip count; do
         run "peer_death_${bootstrap}_$mode" "$here/peer_death.sh" "$bootstrap" "$mode" "$bin" "$n"
     done
 done

@@ -24,6 +24,8 @@ targets=(
     //tools:hidet-nccl-run
     //tools:hidet-nccl-trace
     //tools:hidet-nccl-bench
+    //tools:collective_overhead_bench
+    //tests/support:libfake_nccl.so
     //tools:bootstrap_cost_bench
     //:libhidet_nccl.so
     //:hidet_nccl

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Peer failure on GPUs through one bootstrap:
-#   peer_death.sh mpi|file kill|policy|nosplit|absent|shrink|revoke|skip|count BIN_DIR [N]
+#   peer_death.sh mpi|file kill|hang|policy|nosplit|absent|shrink|revoke|skip|count BIN_DIR [N]
 # Runs BIN_DIR/peer_death_gpu_test_<bootstrap> with N ranks (default 2) so that the failing
 # rank does not take the others down (mpirun --enable-recovery, hidet-nccl-run --keep-going)
 # and passes when every surviving rank printed "peer_death (...): OK" (policy: when every
@@ -44,7 +44,7 @@ policy) ok=$(grep -c "has the error policy HIDET_NCCL_ON_ERROR_ABORT_PROCESS: ab
 shrink | revoke | skip | count) ok=$(grep -c "peer_death (.*): OK" "$out") want=$n ;;
 *) ok=$(grep -c "peer_death (.*): OK" "$out") ;;
 esac
-if [ "$mode" = skip ] || [ "$mode" = count ] || [ "$mode" = kill ]; then
+if [ "$mode" = skip ] || [ "$mode" = count ] || [ "$mode" = kill ] || [ "$mode" = hang ]; then
     echo "hidet-nccl-trace $traces:"
     "$tracer" "$traces" | tee "$out.trace"
     verdict=$(head -1 "$out.trace")

@@ -8,6 +8,10 @@
  *                                 it without the dead rank (HIDET_NCCL_SHRINK_ABORT) and do
  *                                 100 exact all_reduces on what is left, still use its other
  *                                 communicator, finalize, and exit 0
+ *   peer_death_gpu_test hang T    as kill, but the last rank stops calling the library at
+ *                                 iteration 200 (a hung rank: its process and sockets live on
+ *                                 for T + 20 s, then it exits); the others reach the deadline
+ *                                 and shrink and carry on as in kill
  *   peer_death_gpu_test shrink T  no failure: every rank shrinks away nobody, then 100 exact
  *                                 all_reduces on the new communicator
  *   peer_death_gpu_test revoke T  no failure: every rank revokes, the id is failed, then
@@ -75,7 +79,8 @@ static int start_ranked(int *id, int *rank, int *size) {
 
 static int exact_all_reduces(int id, int n, double timeout, const char *what);
 
-static void killed_peer(double timeout, int abort_process) {
+static void killed_peer(double timeout, int abort_process, int hang) {
+    const char *mode = hang ? "hang" : abort_process ? "policy" : "kill";
     int id = -1, solo = -1, rank = -1, size = 0;
     if (!start_ranked(&id, &rank, &size)) return;
     EXPECT(hidet_nccl_comm_split(id, rank, 0, &solo) == HIDET_NCCL_SUCCESS, "a one-rank communicator");
@@ -94,8 +99,12 @@ static void killed_peer(double timeout, int abort_process) {
     double last_ok = hn_now();
     for (int i = 0; i < 100000; i++) {
         if (rank == size - 1 && i == 200) {
-            printf("rank %d: SIGKILL to myself after 200 all_reduces\n", rank);
+            printf("rank %d: %s after 200 all_reduces\n", rank, hang ? "hanging" : "SIGKILL to myself");
             fflush(stdout);
+            if (hang) {
+                usleep((useconds_t)((timeout + 20) * 1e6));
+                _exit(0);
+            }
             raise(SIGKILL);
         }
         hidet_nccl_status_t st = hidet_nccl_all_reduce(id, buf, buf, n, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s);
@@ -142,7 +151,7 @@ static void killed_peer(double timeout, int abort_process) {
         double t = hn_now();
         EXPECT(hidet_nccl_finalize() == HIDET_NCCL_SUCCESS, "finalize");
         printf("rank %d: finalize after the abort took %.3f s\n", rank, hn_now() - t);
-        printf("rank %d: peer_death (kill, %s bootstrap): %s, detected in %.3f s\n", rank, BOOTSTRAP,
+        printf("rank %d: peer_death (%s, %s bootstrap): %s, detected in %.3f s\n", rank, mode, BOOTSTRAP,
                g_failed ? "FAILED" : "OK", took);
         return;
     }
@@ -293,11 +302,12 @@ static void absent_peer(double timeout) {
 }
 
 int main(int argc, char **argv) {
-    static const char *const modes[] = {"kill", "policy", "nosplit", "absent", "shrink", "revoke", "skip", "count"};
+    static const char *const modes[] = {"kill",   "hang",   "policy", "nosplit",
+                                        "absent", "shrink", "revoke", "skip", "count"};
     int known = 0;
     for (size_t i = 0; argc >= 3 && i < sizeof modes / sizeof modes[0]; i++) known |= strcmp(argv[1], modes[i]) == 0;
     if (!known) {
-        fprintf(stderr, "usage: %s kill|policy|nosplit|absent|shrink|revoke|skip|count TIMEOUT_S\n", argv[0]);
+        fprintf(stderr, "usage: %s kill|hang|policy|nosplit|absent|shrink|revoke|skip|count TIMEOUT_S\n", argv[0]);
         return 2;
     }
     double timeout = atof(argv[2]);
@@ -312,7 +322,7 @@ int main(int argc, char **argv) {
         healthy_shrink(timeout, strcmp(argv[1], "revoke") == 0);
     else if (strcmp(argv[1], "skip") == 0 || strcmp(argv[1], "count") == 0)
         divergence(timeout, strcmp(argv[1], "skip") == 0);
-    else killed_peer(timeout, strcmp(argv[1], "policy") == 0);
+    else killed_peer(timeout, strcmp(argv[1], "policy") == 0, strcmp(argv[1], "hang") == 0);
 #ifdef HN_SUITE_MPI
     MPI_Finalize();
 #endif
