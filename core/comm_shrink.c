@@ -124,10 +124,5 @@ hidet_nccl_status_t hidet_nccl_comm_shrink(int comm_id, int n_exclude, const int
     }
     if (!blocking && job.child != NULL) HN_CHECK(hidet_nccl__await(n, &job.child, 1, timeout, 1, what));
     if (job.child == NULL) return HN_FAIL(HIDET_NCCL_ERROR_NCCL, "%s gave no communicator", what);
-    int made = 0, made_rank = -1;
-    n->CommCount(job.child, &made);
-    n->CommUserRank(job.child, &made_rank);
-    st = hidet_nccl__registry_add(job.child, 1, made, made_rank, key, new_id);
-    if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(job.child);
-    return st;
+    return hidet_nccl__registry_add_child(n, job.child, key, new_id);
 }

@@ -60,12 +60,7 @@ static hidet_nccl_status_t split_blocking(const hn_nccl_t *n, int comm_id, ncclC
         *new_id = -1;
         return HIDET_NCCL_SUCCESS;
     }
-    int made_ranks = 0, made_rank = -1;
-    n->CommCount(job.child, &made_ranks);
-    n->CommUserRank(job.child, &made_rank);
-    st = hidet_nccl__registry_add(job.child, 1, made_ranks, made_rank, trace_key, new_id);
-    if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(job.child);
-    return st;
+    return hidet_nccl__registry_add_child(n, job.child, trace_key, new_id);
 }
 
 hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *new_id) {
@@ -133,10 +128,5 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
         *new_id = -1;
         return HIDET_NCCL_SUCCESS;
     }
-    int made_ranks = 0, made_rank = -1;
-    n->CommCount(made, &made_ranks);
-    n->CommUserRank(made, &made_rank);
-    st = hidet_nccl__registry_add(made, 1, made_ranks, made_rank, trace_key, new_id);
-    if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(made);
-    return st;
+    return hidet_nccl__registry_add_child(n, made, trace_key, new_id);
 }

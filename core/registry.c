@@ -108,6 +108,15 @@ hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nra
     return st;
 }
 
+hidet_nccl_status_t hidet_nccl__registry_add_child(const hn_nccl_t *n, ncclComm_t child, uint32_t key, int *id) {
+    int nranks = 0, rank = -1;
+    n->CommCount(child, &nranks);
+    n->CommUserRank(child, &rank);
+    hidet_nccl_status_t st = hidet_nccl__registry_add(child, 1, nranks, rank, key, id);
+    if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(child);
+    return st;
+}
+
 void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks, int rank) {
     pthread_mutex_lock(&g_lock);
     if (id >= 0 && id < g_count && g_slots[id].pending) {

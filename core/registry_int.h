@@ -7,6 +7,7 @@
 #include <nccl.h>
 #include <stdint.h>
 
+#include "core/nccl_loader_int.h"
 #include "core/trace_int.h"
 #include "hidet_nccl/hidet_nccl.h"
 
@@ -15,6 +16,9 @@
  * hidet_nccl__registry_fill. key names the communicator the same on every rank, for the
  * flight recorder (hidet_nccl__trace_key_*; 0: unknown, a borrowed one). */
 hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int rank, uint32_t key, int *id);
+/* Adds an owned communicator just made from another (split, shrink): its size and rank from
+ * NCCL; if it cannot be added, it is destroyed. */
+hidet_nccl_status_t hidet_nccl__registry_add_child(const hn_nccl_t *n, ncclComm_t child, uint32_t key, int *id);
 /* Gives a pending id its communicator; NULL (a failed split) marks it dead. */
 void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks, int rank);
 /* What a slot holds. */

@@ -272,7 +272,8 @@ hidet_nccl_status_t hidet_nccl_comm_abort(int comm_id);
  * HIDET_NCCL_SHRINK_DEFAULT on a healthy communicator (all of its work done), or
  * HIDET_NCCL_SHRINK_ABORT on a failed one (NCCL first stops its unfinished work). Made on a
  * helper thread against the deadline, like split. comm_id stays as it was (failed or live):
- * destroy it when done. Outside a group only. */
+ * destroy it when done. Outside a group only. Excluding nobody (a shrink NCCL 2.28.9 refuses)
+ * is made as a split of every rank, for a healthy communicator. */
 #define HIDET_NCCL_SHRINK_DEFAULT 0
 #define HIDET_NCCL_SHRINK_ABORT 1
 hidet_nccl_status_t hidet_nccl_comm_shrink(int comm_id, int n_exclude, const int *exclude_ranks, int flags,
