@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/trace_int.h"
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
 #include "tests/support/fake_nccl.h"
