@@ -47,9 +47,13 @@ run all_reduce_gpu_test "$bin/all_reduce_gpu_test"
 run mpi_gpu_test mpirun "${mpirun_args[@]}" "$bin/mpi_gpu_test"
 run launcher_gpu_test "${launch[@]}" "$bin/launcher_gpu_test"
 # Scalable init with every rank a root (HIDET_NCCL_RANKS_PER_ROOT=1): ncclCommInitRankScalable.
-roots() { # command...: runs it at INFO and requires every init to have said it used n roots
-    HIDET_NCCL_RANKS_PER_ROOT=1 HIDET_NCCL_DEBUG=INFO "$@" 2>&1 | tee /dev/stderr | grep -q "$n roots" &&
-        [ "${PIPESTATUS[0]}" -eq 0 ]
+roots() { # command...: runs it at INFO and requires an init to have said it used n roots (the
+    # whole output is read first: a reader that stops early would give the launcher a SIGPIPE)
+    local out
+    out=$(HIDET_NCCL_RANKS_PER_ROOT=1 HIDET_NCCL_DEBUG=INFO "$@" 2>&1)
+    local rc=$?
+    printf '%s\n' "$out"
+    [ "$rc" -eq 0 ] && grep -q "$n roots" <<<"$out"
 }
 run mpi_gpu_test_roots roots mpirun "${mpirun_args[@]}" -x HIDET_NCCL_RANKS_PER_ROOT -x HIDET_NCCL_DEBUG "$bin/mpi_gpu_test"
 run launcher_gpu_test_roots roots "${launch[@]}" "$bin/launcher_gpu_test"

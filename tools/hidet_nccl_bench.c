@@ -173,6 +173,11 @@ static void blocking_reference(const hn_raw_nccl_t *nccl, ncclComm_t comm) {
     cudaStreamDestroy(c.stream);
 }
 
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* Time to a ready communicator: raw (ncclGetUniqueId + MPI_Bcast + ncclCommInitRank), the
  * library over MPI, the library over the shared-file bootstrap; medians of `reps` runs. */
 static void init_times(const hn_raw_nccl_t *nccl, int reps) {
@@ -223,14 +228,11 @@ static void init_times(const hn_raw_nccl_t *nccl, int reps) {
         }
     }
     if (o.rank == 0) rmdir(dir);
-    for (int path = 0; path < 3; path++) /* sort for the median */
-        for (int i = 0; i < reps; i++)
-            for (int j = i + 1; j < reps; j++)
-                if (t[path][j] < t[path][i]) {
-                    double x = t[path][i];
-                    t[path][i] = t[path][j];
-                    t[path][j] = x;
-                }
+    double ratio[2][16]; /* each run's ratio to the raw init just before it: NCCL's own init time drifts */
+    for (int path = 1; path < 3; path++)
+        for (int i = 0; i < reps; i++) ratio[path - 1][i] = t[path][i] / t[0][i];
+    for (int path = 0; path < 3; path++) qsort(t[path], (size_t)reps, sizeof(double), by_value);
+    for (int k = 0; k < 2; k++) qsort(ratio[k], (size_t)reps, sizeof(double), by_value);
     if (o.rank == 0) {
         double raw = t[0][reps / 2];
         printf("# Time to a ready communicator, %d ranks, median of %d (after one warm-up each):\n", o.nranks, reps);
@@ -239,6 +241,8 @@ static void init_times(const hn_raw_nccl_t *nccl, int reps) {
                t[1][reps / 2] * 1e3, t[1][reps / 2] / raw);
         printf("#   hidet_nccl_comm_init (shared-file bootstrap)      : %8.1f ms  (%.3f x raw)\n",
                t[2][reps / 2] * 1e3, t[2][reps / 2] / raw);
+        printf("#   median of each run's ratio to the raw init just before it: MPI %.3f x, shared file %.3f x\n",
+               ratio[0][reps / 2], ratio[1][reps / 2]);
     }
 }
 
@@ -375,7 +379,7 @@ int main(int argc, char **argv) {
     parse_options(argc, argv);
     ctx_t ctx;
     start(&argc, &argv, &ctx);
-    if (o.use_mpi) init_times(ctx.nccl, 5);
+    if (o.use_mpi) init_times(ctx.nccl, 15);
     size_t esize;
     HN(hidet_nccl_dtype_size(o.dtype, &esize));
     size_t nccl_max = o.max_bytes / esize * ctx.red.count_multiplier;

@@ -28,6 +28,7 @@ targets=(
     //tests/support:libfake_nccl.so
     //tools:bootstrap_cost_bench
     //:libhidet_nccl.so
+    //:libhidet_nccl_mpi.so
     //:hidet_nccl
     //:hidet_nccl_mpi
 )
@@ -43,7 +44,8 @@ mkdir -p "$dest/python"
 cp -r bindings/python/hidet_nccl "$dest/python/"
 mkdir -p "$dest/python/hidet_nccl/lib"
 cp bazel-bin/libhidet_nccl.so "$dest/python/hidet_nccl/lib/libhidet_nccl.so.0"
-cp tests/python/torch_gpu_test.py "$dest/python/"
+cp bazel-bin/libhidet_nccl_mpi.so "$dest/python/hidet_nccl/lib/libhidet_nccl_mpi.so.0"
+cp tests/python/torch_gpu_test.py tools/torch_compare_bench.py "$dest/python/"
 # The Fortran examples (gfortran / mpifort; the module is compiled with them).
 fdir=$(mktemp -d)
 (cd "$fdir" && gfortran -c "$OLDPWD/bindings/fortran/hidet_nccl.f90" "$OLDPWD/examples/fortran/cuda_runtime.f90" \

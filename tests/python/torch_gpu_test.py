@@ -3,6 +3,7 @@ fake nodes sharing a GPU: NCCL_HOSTID per rank) and under torchrun. Every torch 
 all_reduce (sum where the dtype sums, else max), broadcast, all_gather, reduce_scatter and a
 send/recv ring, exact; a scaled sum; the same NCCL as torch's in one process.
     hidet-nccl-run -n N python3 torch_gpu_test.py      torchrun --nproc-per-node N torch_gpu_test.py
+    mpirun -np N python3 torch_gpu_test.py mpi         (init_mpi: libhidet_nccl_mpi.so over MPI_COMM_WORLD)
 Prints "<rank>: N checks, N wrong" and exits non-zero on any wrong result."""
 import os
 import sys
@@ -18,7 +19,7 @@ import torch  # noqa: E402
 
 import hidet_nccl  # noqa: E402
 
-comm = hidet_nccl.init()
+comm = hidet_nccl.init_mpi() if sys.argv[1:] == ["mpi"] else hidet_nccl.init()
 rank, n = comm.rank, comm.size
 torch.cuda.set_device(comm.device)
 dev = torch.device("cuda", comm.device)
