@@ -1,6 +1,7 @@
 /* hidet_nccl_all_gather: every dtype moved byte for byte, one ncclAllGather. */
 #include "core/collective_int.h"
 #include "core/error_int.h"
+#include "core/mem_int.h"
 
 hidet_nccl_status_t hidet_nccl_all_gather(int comm_id, const void *sendbuff, void *recvbuff, size_t sendcount,
                                           hidet_nccl_dtype_t dtype, cudaStream_t stream) {
@@ -17,6 +18,8 @@ hidet_nccl_status_t hidet_nccl_all_gather(int comm_id, const void *sendbuff, voi
     HN_CHECK(hidet_nccl__coll_alias(&c, sendbuff, bytes, "sendbuff", recvbuff, bytes * (size_t)c.nranks, "recvbuff",
                                     (const char *)recvbuff + (size_t)c.rank * bytes,
                                     "in place is sendbuff == recvbuff + rank * sendcount"));
+    HN_CHECK(hidet_nccl__mem_route(&c, HN_TUNED_ALL_GATHER, dtype, bytes * (size_t)c.nranks, sendbuff, bytes,
+                                   recvbuff, bytes * (size_t)c.nranks));
     ncclResult_t r = c.n->AllGather(sendbuff, recvbuff, nccl_count, type, c.comm, stream);
     return hidet_nccl__coll_end(&c, r, "ncclAllGather", sendcount, dtype, NULL, 0);
 }

@@ -1,6 +1,7 @@
 /* hidet_nccl_all_reduce: argument checks, the dtype table (or a scaled sum), one ncclAllReduce. */
 #include "core/collective_int.h"
 #include "core/error_int.h"
+#include "core/mem_int.h"
 
 hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
                                           hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, cudaStream_t stream) {
@@ -14,6 +15,9 @@ hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, voi
     HN_CHECK(hidet_nccl__coll_buffer(&c, sendbuff, "sendbuff", count));
     HN_CHECK(hidet_nccl__coll_buffer(&c, recvbuff, "recvbuff", count));
     if (hidet_nccl__is_custom_op(op) && c.nranks < 0) HN_CHECK(hidet_nccl__coll_ranks(&c)); /* a borrowed one */
+    /* library memory: the view the tuning table picks (a scaled sum is its communicator's) */
+    HN_CHECK(hidet_nccl__mem_route(&c, hidet_nccl__is_custom_op(op) ? -1 : HN_TUNED_ALL_REDUCE, dtype, bytes, sendbuff,
+                                   bytes, recvbuff, bytes));
     int done;
     hidet_nccl_status_t one = hidet_nccl__one_rank_reduce(&c, op, &red, sendbuff, recvbuff, count, dtype, nccl_count,
                                                           stream, &done);

@@ -3,9 +3,11 @@
 #include <stdlib.h>
 
 #include "core/blocking_call_int.h"
+#include "core/comm_destroy_int.h"
 #include "core/error_int.h"
 #include "core/finalize_hooks_int.h"
 #include "core/log_int.h"
+#include "core/mem_int.h"
 #include "core/registry_int.h"
 #include "core/wait_int.h"
 
@@ -47,6 +49,13 @@ static hidet_nccl_status_t release_failed(const hn_nccl_t *n, ncclComm_t comm, i
 
 hidet_nccl_status_t hidet_nccl_comm_destroy(int comm_id) {
     HN_ENTER();
+    hn_slot_t slot;
+    HN_CHECK(hidet_nccl__registry_get(comm_id, 1, &slot));
+    hidet_nccl__mem_drop_comm(comm_id, slot.failed); /* its registrations and siblings first */
+    return hidet_nccl__destroy_id(comm_id);
+}
+
+hidet_nccl_status_t hidet_nccl__destroy_id(int comm_id) {
     ncclComm_t comm;
     int owned, failed;
     HN_CHECK(hidet_nccl__registry_kill(comm_id, NULL, &comm, &owned, &failed));
@@ -58,6 +67,7 @@ hidet_nccl_status_t hidet_nccl_comm_destroy(int comm_id) {
 
 hidet_nccl_status_t hidet_nccl_finalize(void) {
     HN_ENTER();
+    hidet_nccl__mem_drop_all(); /* registrations undone while their communicators live */
     hn_registered_t *slots;
     int count;
     HN_CHECK(hidet_nccl__registry_take_all(&slots, &count));

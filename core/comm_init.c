@@ -32,10 +32,11 @@ hidet_nccl_status_t hidet_nccl__want_blocking(int *blocking) {
 /* Starts one rank's init: blocking or non-blocking when NCCL has ncclCommInitRankConfig
  * (2.14), else blocking; with several ids (roots), ncclCommInitRankScalable (2.23). */
 static ncclResult_t start_init(const hn_nccl_t *n, ncclComm_t *comm, int nranks, const ncclUniqueId *ids, int nids,
-                               int rank, int blocking) {
-    if (n->CommInitRankConfig == NULL) return n->CommInitRank(comm, nranks, ids[0], rank);
+                               int rank, int blocking, const hn_knobs_t *knobs) {
+    if (n->CommInitRankConfig == NULL) return n->CommInitRank(comm, nranks, ids[0], rank); /* knobs refused before */
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = blocking;
+    hidet_nccl__knobs_apply(knobs, &config);
     if (nids > 1) return n->CommInitRankScalable(comm, nranks, rank, nids, (ncclUniqueId *)ids, &config);
     return n->CommInitRankConfig(comm, nranks, ids[0], rank, &config);
 }
@@ -58,12 +59,13 @@ typedef struct {
     const hn_nccl_t *n;
     ncclComm_t comm;
     int nranks, rank, nids;
+    hn_knobs_t knobs;
     ncclUniqueId ids[];
 } init_job_t;
 
 static ncclResult_t run_init(void *p) {
     init_job_t *a = p;
-    return start_init(a->n, &a->comm, a->nranks, a->ids, a->nids, a->rank, 1);
+    return start_init(a->n, &a->comm, a->nranks, a->ids, a->nids, a->rank, 1, &a->knobs);
 }
 
 static void late_init(void *p, ncclResult_t r) {
@@ -76,9 +78,14 @@ static void late_init(void *p, ncclResult_t r) {
  * deadline. Non-blocking mode, and inside a group: NCCL's own non-blocking init, polled (at
  * group_end inside a group). */
 hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *ids, int nids, int rank, double timeout,
-                                          int *comm_id) {
+                                          const hn_knobs_t *knobs, int *comm_id) {
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));
+    hn_knobs_t none;
+    if (knobs == NULL) {
+        hidet_nccl__knobs_none(&none);
+        knobs = &none;
+    }
     if (nids > 1 && n->CommInitRankScalable == NULL)
         return HN_FAIL(HIDET_NCCL_ERROR_UNSUPPORTED, "an init with %d roots needs NCCL 2.23 (ncclCommInitRankScalable)",
                        nids);
@@ -94,7 +101,7 @@ hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *ids, i
         size_t bytes = sizeof(init_job_t) + (size_t)nids * sizeof(ncclUniqueId);
         init_job_t *job = malloc(bytes);
         if (job == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ids", nids);
-        *job = (init_job_t){n, NULL, nranks, rank, nids};
+        *job = (init_job_t){n, NULL, nranks, rank, nids, *knobs};
         memcpy(job->ids, ids, (size_t)nids * sizeof(ncclUniqueId));
         ncclResult_t r;
         hidet_nccl_status_t st = hidet_nccl__blocking_call(&(hn_blocking_call_t){run_init, late_init}, job, bytes,
@@ -104,7 +111,7 @@ hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *ids, i
         HN_CHECK(st);
         if (r != ncclSuccess) return init_failed(n, r, nranks, nids, rank, comm);
     } else {
-        ncclResult_t r = start_init(n, &comm, nranks, ids, nids, rank, 0);
+        ncclResult_t r = start_init(n, &comm, nranks, ids, nids, rank, 0, knobs);
         if (r != ncclSuccess && r != ncclInProgress) return init_failed(n, r, nranks, nids, rank, comm);
         if (hidet_nccl__group_depth() > 0) HN_CHECK(hidet_nccl__group_track(comm));
         else HN_CHECK(hidet_nccl__await(n, &comm, 1, timeout, 1, what));
@@ -131,7 +138,7 @@ hidet_nccl_status_t hidet_nccl_comm_init_rank(int nranks, const ncclUniqueId *id
                        nranks);
     double timeout;
     HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
-    return hidet_nccl__init_rank(nranks, id, 1, rank, timeout, comm_id);
+    return hidet_nccl__init_rank(nranks, id, 1, rank, timeout, NULL, comm_id);
 }
 
 /* Every device non-negative, given once, and visible. */
@@ -170,6 +177,8 @@ static hidet_nccl_status_t init_group(const hn_nccl_t *n, int ndev, const int *d
                                       double timeout, uint32_t *key) {
     int blocking;
     HN_CHECK(hidet_nccl__want_blocking(&blocking));
+    hn_knobs_t none;
+    hidet_nccl__knobs_none(&none);
     ncclUniqueId id;
     ncclResult_t r = n->GetUniqueId(&id);
     if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, "ncclGetUniqueId", r, NULL);
@@ -183,7 +192,7 @@ static hidet_nccl_status_t init_group(const hn_nccl_t *n, int ndev, const int *d
             st = hidet_nccl__cuda_fail(__func__, "cudaSetDevice", ce);
             break;
         }
-        r = start_init(n, &comms[i], ndev, &id, 1, i, blocking);
+        r = start_init(n, &comms[i], ndev, &id, 1, i, blocking, &none);
         if (r != ncclSuccess && r != ncclInProgress) st = hidet_nccl__nccl_fail(__func__, "ncclCommInitRank", r, NULL);
     }
     r = n->GroupEnd();

@@ -15,6 +15,7 @@
 #include "core/init_roots_int.h"
 #include "core/log_int.h"
 #include "core/nccl_loader_int.h"
+#include "core/nccl_config_int.h"
 #include "core/nccl_version_int.h"
 
 /* What rank 0 broadcasts: the id, or why there is none. */
@@ -149,6 +150,8 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
     hidet_nccl__log_set_rank(rank);
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));
+    hn_knobs_t knobs;
+    HN_CHECK(hidet_nccl__knobs_from(n, &opt, &knobs));
     int device;
     HN_CHECK(hidet_nccl__select_device(opt.device, local_rank, &device));
     double placed = hidet_nccl__now();
@@ -163,7 +166,7 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
     double spread = hidet_nccl__now();
     double remaining = timeout - (spread - start);
     if (remaining < 1) remaining = 1;
-    if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__init_rank(size, ids, nroots, rank, remaining, comm_id);
+    if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__init_rank(size, ids, nroots, rank, remaining, &knobs, comm_id);
     free(ids);
     if (st != HIDET_NCCL_SUCCESS) return st;
     double end = hidet_nccl__now();

@@ -78,6 +78,12 @@ static const struct {
     {"ncclScatter", offsetof(hn_nccl_t, Scatter), 0},
     {"ncclCommShrink", offsetof(hn_nccl_t, CommShrink), 0},
     {"ncclCommRevoke", offsetof(hn_nccl_t, CommRevoke), 0},
+    {"ncclMemAlloc", offsetof(hn_nccl_t, MemAlloc), 0},
+    {"ncclMemFree", offsetof(hn_nccl_t, MemFree), 0},
+    {"ncclCommRegister", offsetof(hn_nccl_t, CommRegister), 0},
+    {"ncclCommDeregister", offsetof(hn_nccl_t, CommDeregister), 0},
+    {"ncclCommWindowRegister", offsetof(hn_nccl_t, CommWindowRegister), 0},
+    {"ncclCommWindowDeregister", offsetof(hn_nccl_t, CommWindowDeregister), 0},
 };
 
 /* Fills t from handle; on a missing required symbol returns its name. */

@@ -56,6 +56,13 @@ typedef struct {
     ncclResult_t (*CommShrink)(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t *newcomm,
                                ncclConfig_t *config, int flags);               /* 2.27 */
     ncclResult_t (*CommRevoke)(ncclComm_t comm, int flags);                    /* 2.28.7 */
+    ncclResult_t (*MemAlloc)(void **ptr, size_t size);                         /* 2.19 */
+    ncclResult_t (*MemFree)(void *ptr);                                        /* 2.19 */
+    ncclResult_t (*CommRegister)(const ncclComm_t comm, void *buff, size_t size, void **handle); /* 2.19 */
+    ncclResult_t (*CommDeregister)(const ncclComm_t comm, void *handle);       /* 2.19 */
+    ncclResult_t (*CommWindowRegister)(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win,
+                                       int winFlags);                          /* 2.27 */
+    ncclResult_t (*CommWindowDeregister)(ncclComm_t comm, ncclWindow_t win);   /* 2.27 */
     /* Filled by the loader. */
     int version;      /* normalized: X*10000 + Y*100 + Z */
     char path[4096];  /* where it was loaded from */

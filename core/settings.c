@@ -77,6 +77,9 @@ static const struct {
                               "or hidet_nccl_trace_dump (hidet-nccl-run --trace-dir sets it)"},
     [HN_SETTING_TRACE_COMPLETION] = {"HIDET_NCCL_TRACE_COMPLETION", KIND_BOOL, "0", 0, 1,
                                      "1: a CUDA event per recorded operation, so a dump says which completed"},
+    [HN_SETTING_TUNE_FILE] = {"HIDET_NCCL_TUNE_FILE", KIND_STRING, NULL, 0, 0,
+                              "crossover table for collectives on library memory (hidet-nccl-bench --tune writes one); "
+                              "unset: the built-in table"},
 };
 
 /* The launchers' rank variables, in the order they are trusted: the innermost launcher

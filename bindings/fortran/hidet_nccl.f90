@@ -35,6 +35,11 @@ module hidet_nccl
   integer(c_int), parameter :: HIDET_NCCL_DEVICE_AUTO = -1, HIDET_NCCL_DEVICE_CURRENT = -2
   integer(c_int), parameter :: HIDET_NCCL_SPLIT_NOCOLOR = -1
   integer(c_int), parameter :: HIDET_NCCL_SHRINK_DEFAULT = 0, HIDET_NCCL_SHRINK_ABORT = 1
+  ! library memory registrations
+  integer(c_int), parameter :: HIDET_NCCL_REGISTER_AUTO = 0, HIDET_NCCL_REGISTER_BUFFER = 1, &
+    HIDET_NCCL_REGISTER_WINDOW = 2
+  ! an NCCL knob of hidet_nccl_init_options_t left to NCCL
+  integer(c_int), parameter :: HIDET_NCCL_UNSET = -huge(0_c_int) - 1
   real(c_double), parameter :: HIDET_NCCL_DEFAULT_TIMEOUT = 0.0_c_double
 
   ! ncclUniqueId: 128 opaque bytes
@@ -52,6 +57,9 @@ module hidet_nccl
     integer(c_size_t) :: size
     integer(c_int) :: device
     real(c_double) :: timeout_s
+    integer(c_int) :: cta_policy, min_ctas, max_ctas  ! NCCL's knobs: HIDET_NCCL_UNSET leaves one to NCCL
+    type(c_ptr) :: comm_name                          ! c_loc of a NUL-terminated string, or c_null_ptr
+    integer(c_int) :: traffic_class, split_share
   end type
 
   interface
@@ -224,6 +232,29 @@ module hidet_nccl
     integer(c_int) function hidet_nccl_comm_revoke(comm_id) bind(c, name="hidet_nccl_comm_revoke")
       import
       integer(c_int), value, intent(in) :: comm_id
+    end function
+    ! library memory (ncclMemAlloc) and its registrations
+    integer(c_int) function hidet_nccl_mem_alloc(comm_id, bytes, ptr) bind(c, name="hidet_nccl_mem_alloc")
+      import
+      integer(c_int), value, intent(in) :: comm_id
+      integer(c_size_t), value, intent(in) :: bytes
+      type(c_ptr), intent(out) :: ptr
+    end function
+    integer(c_int) function hidet_nccl_mem_free(ptr) bind(c, name="hidet_nccl_mem_free")
+      import
+      type(c_ptr), value, intent(in) :: ptr
+    end function
+    integer(c_int) function hidet_nccl_register(comm_id, ptr, bytes, flags, handle) bind(c, name="hidet_nccl_register")
+      import
+      integer(c_int), value, intent(in) :: comm_id
+      type(c_ptr), value, intent(in) :: ptr
+      integer(c_size_t), value, intent(in) :: bytes
+      integer(c_int), value, intent(in) :: flags
+      integer(c_int), intent(out) :: handle
+    end function
+    integer(c_int) function hidet_nccl_deregister(comm_id, handle) bind(c, name="hidet_nccl_deregister")
+      import
+      integer(c_int), value, intent(in) :: comm_id, handle
     end function
     ! the flight recorder: tag a NUL-terminated string (hidet_nccl_cstr; '' clears it)
     integer(c_int) function hidet_nccl_set_tag(tag) bind(c, name="hidet_nccl_set_tag")
@@ -515,5 +546,11 @@ contains
     o%size = c_sizeof(o)
     o%device = HIDET_NCCL_DEVICE_AUTO
     o%timeout_s = 0.0_c_double
+    o%cta_policy = HIDET_NCCL_UNSET
+    o%min_ctas = HIDET_NCCL_UNSET
+    o%max_ctas = HIDET_NCCL_UNSET
+    o%comm_name = c_null_ptr
+    o%traffic_class = HIDET_NCCL_UNSET
+    o%split_share = HIDET_NCCL_UNSET
   end function
 end module hidet_nccl

@@ -239,13 +239,26 @@ hidet_nccl_status_t hidet_nccl_bootstrap_socket(const hidet_nccl_socket_bootstra
 #define HIDET_NCCL_DEVICE_AUTO (-1)    /* pick: see hidet_nccl_comm_init */
 #define HIDET_NCCL_DEVICE_CURRENT (-2) /* the calling thread's current CUDA device */
 
+#define HIDET_NCCL_UNSET (-2147483647 - 1) /* an NCCL knob left to NCCL (NCCL_CONFIG_UNDEF_INT) */
+
 typedef struct {
     size_t size;      /* sizeof(hidet_nccl_init_options_t), for growth */
     int device;       /* a GPU index, HIDET_NCCL_DEVICE_AUTO or HIDET_NCCL_DEVICE_CURRENT */
     double timeout_s; /* every wait of the init; 0: $HIDET_NCCL_TIMEOUT, else 300 */
+    /* NCCL's communicator knobs (ncclConfig_t); HIDET_NCCL_UNSET leaves one to NCCL (and its
+     * NCCL_* environment variables). A knob the loaded NCCL lacks is refused with the version
+     * it needs. Added with the library's memory; older callers' smaller structs leave them
+     * unset. */
+    int cta_policy;         /* NCCL_CTA_POLICY_DEFAULT 0, _EFFICIENCY 1 (2.27), _ZERO 2 (2.28) */
+    int min_ctas, max_ctas; /* CTAs per collective, 1..64 (2.17) */
+    const char *comm_name;  /* shown in NCCL's logs and profilers (2.24); copied by NCCL */
+    int traffic_class;      /* network traffic class, >= 0 (2.24) */
+    int split_share;        /* 1: communicators split from this one share its resources (2.18) */
 } hidet_nccl_init_options_t;
 
-#define HIDET_NCCL_INIT_OPTIONS_INIT { sizeof(hidet_nccl_init_options_t), HIDET_NCCL_DEVICE_AUTO, 0.0 }
+#define HIDET_NCCL_INIT_OPTIONS_INIT                                                                              \
+    { sizeof(hidet_nccl_init_options_t), HIDET_NCCL_DEVICE_AUTO, 0.0, HIDET_NCCL_UNSET, HIDET_NCCL_UNSET,            \
+      HIDET_NCCL_UNSET, NULL, HIDET_NCCL_UNSET, HIDET_NCCL_UNSET }
 
 /*
  * Collective over the bootstrap's ranks: a new owned communicator with a fresh id.

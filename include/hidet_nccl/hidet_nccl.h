@@ -285,6 +285,43 @@ hidet_nccl_status_t hidet_nccl_comm_shrink(int comm_id, int n_exclude, const int
  * that revokes stops its own side. */
 hidet_nccl_status_t hidet_nccl_comm_revoke(int comm_id);
 
+/* ---------------------------------------------------------------- library memory
+ *
+ * NCCL runs a collective three ways, and none wins everywhere (docs/buffers.md): on plain
+ * memory (copied through NCCL's own buffers), on memory registered with ncclCommRegister
+ * (zero-copy; best at large sizes), and on a symmetric window (ncclCommWindowRegister, NCCL
+ * 2.27; best at mid sizes). Memory from hidet_nccl_mem_alloc registered with
+ * HIDET_NCCL_REGISTER_AUTO gets all three: the library makes two siblings of the communicator
+ * (ncclCommSplit), registers the memory on one as a window and on the other as a buffer, and
+ * each all_reduce, all_gather and reduce_scatter of the communicator then runs on the
+ * communicator, or the sibling, that is fastest for its collective, dtype and size, by a
+ * tuning table (built in; `hidet-nccl-bench --tune FILE` measures one, HIDET_NCCL_TUNE_FILE
+ * names it). The choice depends on the call alone, so every rank makes the same one; as with
+ * NCCL's windows, every rank passes library memory at the same place, or none does. */
+
+/* ncclMemAlloc (NCCL 2.19): bytes of device memory on the communicator's GPU, cuMem-backed
+ * (what windows need), for any communicator on that GPU. Free it with hidet_nccl_mem_free. */
+hidet_nccl_status_t hidet_nccl_mem_alloc(int comm_id, size_t bytes, void **ptr);
+/* Frees what hidet_nccl_mem_alloc returned; refused (nothing freed) for any other pointer,
+ * for memory still registered, and for memory that work queued on a stream may still use
+ * (the last stream a collective used it on is not done: wait for it first). */
+hidet_nccl_status_t hidet_nccl_mem_free(void *ptr);
+
+#define HIDET_NCCL_REGISTER_AUTO 0   /* buffer and window on siblings; per-call choice (above) */
+#define HIDET_NCCL_REGISTER_BUFFER 1 /* ncclCommRegister on the communicator itself (2.19) */
+#define HIDET_NCCL_REGISTER_WINDOW 2 /* ncclCommWindowRegister, symmetric, on it itself (2.27) */
+
+/* Registers [ptr, ptr + bytes) with the communicator as flags says; *handle names it for
+ * hidet_nccl_deregister. AUTO and WINDOW are collective (every rank calls, in the same
+ * order) and need memory from hidet_nccl_mem_alloc, 4096-byte aligned; BUFFER is local.
+ * A collective on the communicator whose buffer starts inside a registration must end
+ * inside it too. */
+hidet_nccl_status_t hidet_nccl_register(int comm_id, void *ptr, size_t bytes, int flags, int *handle);
+/* Undoes hidet_nccl_register (collective as the registration was); refused for a handle
+ * not of this communicator, deregistered already, or still in use (as mem_free). Destroying
+ * the communicator, or hidet_nccl_finalize, deregisters what is left. */
+hidet_nccl_status_t hidet_nccl_deregister(int comm_id, int handle);
+
 /* ---------------------------------------------------------------- flight recorder
  *
  * Every communicator keeps a ring of its last HIDET_NCCL_TRACE_ENTRIES (2048) operations

@@ -59,6 +59,12 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
     (void)comm, (void)nranks, (void)id, (void)rank;
     return ncclInvalidUsage; /* the tests make their communicators themselves */
 }
+#ifndef FAKE_OLD
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t *config) {
+    (void)config;
+    return ncclCommInitRank(comm, nranks, id, rank);
+}
+#endif
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return record("ncclCommDestroy", NULL, NULL, 0, 0, -1, -1, comm); }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return record("ncclCommAbort", NULL, NULL, 0, 0, -1, -1, comm); }
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
@@ -170,5 +176,31 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int n, ncclComm_t *ne
 }
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
     return record("ncclCommRevoke", NULL, NULL, 0, 0, flags, -1, comm);
+}
+/* Library memory: host memory aligned as NCCL's windows want (never touched by a GPU here). */
+ncclResult_t ncclMemAlloc(void **ptr, size_t size) {
+    ncclResult_t r = record("ncclMemAlloc", NULL, NULL, size, 0, -1, -1, NULL);
+    if (r != ncclSuccess) return r;
+    *ptr = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+    return *ptr != NULL ? ncclSuccess : ncclSystemError;
+}
+ncclResult_t ncclMemFree(void *ptr) {
+    ncclResult_t r = record("ncclMemFree", ptr, NULL, 0, 0, -1, -1, NULL);
+    free(ptr);
+    return r;
+}
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle) {
+    *handle = buff;
+    return record("ncclCommRegister", buff, NULL, size, 0, -1, -1, comm);
+}
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle) {
+    return record("ncclCommDeregister", handle, NULL, 0, 0, -1, -1, comm);
+}
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags) {
+    *win = (ncclWindow_t)buff;
+    return record("ncclCommWindowRegister", buff, NULL, size, 0, flags, -1, comm);
+}
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+    return record("ncclCommWindowDeregister", (void *)win, NULL, 0, 0, -1, -1, comm);
 }
 #endif

@@ -16,9 +16,11 @@ from ._lib import HidetNcclError, call, load
 
 __version__ = "0.1.0"
 SHRINK_DEFAULT, SHRINK_ABORT = 0, 1  # Communicator.shrink flags (HIDET_NCCL_SHRINK_*)
+REGISTER_AUTO, REGISTER_BUFFER, REGISTER_WINDOW = 0, 1, 2  # Communicator.register flags (HIDET_NCCL_REGISTER_*)
 __all__ = [
     "HidetNcclError", "Communicator", "Op", "init", "init_mpi", "adopt", "group", "finalize", "nccl_version",
-    "nccl_path", "set_tag", "trace_dump", "SHRINK_DEFAULT", "SHRINK_ABORT", "dtype_of", "dtype_from_torch", "dtype_from_typestr", "dtype_from_dlpack", "DTYPES", "OPS",
+    "nccl_path", "set_tag", "trace_dump", "SHRINK_DEFAULT", "SHRINK_ABORT", "REGISTER_AUTO", "REGISTER_BUFFER",
+    "REGISTER_WINDOW", "mem_free", "dtype_of", "dtype_from_torch", "dtype_from_typestr", "dtype_from_dlpack", "DTYPES", "OPS",
     "__version__",
 ]
 
@@ -74,6 +76,11 @@ def adopt(nccl_comm):
 def finalize():
     """Destroys every owned communicator and drops the borrowed ones."""
     call("hidet_nccl_finalize")
+
+
+def mem_free(ptr):
+    """Frees memory from Communicator.mem_alloc (an int address)."""
+    call("hidet_nccl_mem_free", ctypes.c_void_p(ptr))
 
 
 def set_tag(tag):
@@ -182,6 +189,21 @@ class Communicator:
 
     def destroy(self):
         call("hidet_nccl_comm_destroy", self.id)
+
+    def mem_alloc(self, nbytes):
+        """ncclMemAlloc on this communicator's GPU: the device address (an int); free it with
+        hidet_nccl.mem_free. Wrap it for torch or CuPy with their from-pointer helpers."""
+        ptr = ctypes.c_void_p()
+        call("hidet_nccl_mem_alloc", self.id, nbytes, ctypes.byref(ptr))
+        return ptr.value
+
+    def register(self, ptr, nbytes, flags=REGISTER_AUTO):
+        """Registers [ptr, ptr + nbytes) (REGISTER_AUTO and _WINDOW: collective, library memory);
+        returns the handle for deregister."""
+        return _out_int("hidet_nccl_register", self.id, ctypes.c_void_p(ptr), nbytes, flags)
+
+    def deregister(self, handle):
+        call("hidet_nccl_deregister", self.id, handle)
 
     def abort(self):
         call("hidet_nccl_comm_abort", self.id)

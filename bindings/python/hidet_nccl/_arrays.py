@@ -99,12 +99,26 @@ _KDL_CUDA, _KDL_CUDA_MANAGED = 2, 13
 class View:
     """An array as the C library sees it; `keep` holds what must live while it is used."""
 
+    __slots__ = ("ptr", "count", "dtype", "dtype_code", "stream", "keep")
+
     def __init__(self, ptr, count, dtype, stream, keep=None):
         self.ptr, self.count, self.dtype, self.stream, self.keep = ptr, count, dtype, stream, keep
+        self.dtype_code = DTYPES[dtype]
 
-    @property
-    def dtype_code(self):
-        return DTYPES[self.dtype]
+
+# What a small collective costs a Python program is mostly this module: per torch dtype its
+# hidet name, found once; torch's current stream as the raw handle (no Stream object made).
+_torch_dtypes = {}
+_torch_stream = None
+
+
+def _current_torch_stream(device):
+    global _torch_stream
+    if _torch_stream is None:
+        import torch
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _torch_stream = raw if raw is not None else (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _torch_stream(device)
 
 
 def _torch_view(t, stream):
@@ -112,10 +126,12 @@ def _torch_view(t, stream):
         raise ValueError("hidet_nccl: the tensor is on %s, not on a CUDA device" % t.device)
     if not t.is_contiguous():
         raise ValueError("hidet_nccl: the tensor is not contiguous (call .contiguous())")
+    dtype = _torch_dtypes.get(t.dtype)
+    if dtype is None:
+        dtype = _torch_dtypes[t.dtype] = dtype_from_torch(t.dtype)
     if stream is None:
-        import torch
-        stream = torch.cuda.current_stream(t.device).cuda_stream
-    return View(t.data_ptr(), t.numel(), dtype_from_torch(t.dtype), stream, t)
+        stream = _current_torch_stream(t.get_device())
+    return View(t.data_ptr(), t.numel(), dtype, stream, t)
 
 
 def view(a, stream=None):
