@@ -5,6 +5,9 @@
  *   mpirun -np 2 hidet-nccl-bench [-b 8] [-e 128M] [-f 2] [-n 20] [-w 5] [-d float32] [-o sum] [-c 1] [-r 3]
  *                                 [-T tmpdir]
  *   hidet-nccl-run -n 2 hidet-nccl-bench ...     (no MPI: no init comparison)
+ *   ... hidet-nccl-bench -m [-t FILE]             library memory (hidet_nccl_mem_alloc, registered AUTO)
+ *                                                 against raw NCCL plain, registered and window; -t
+ *                                                 writes the crossover table (HIDET_NCCL_TUNE_FILE)
  *
  * busbw = algbw * 2(n-1)/n. Each size runs the library and raw NCCL alternately, -r times
  * each, and reports the fastest run of each, with the ratio library/raw of busbw. */
@@ -30,7 +33,9 @@ static struct {
     int use_mpi;
     int rank, nranks;
     const char *tmpdir;
-} o = {8, 128u << 20, 2, 20, 5, 1, 3, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, 0, 0, 1, "/tmp"};
+    int modes;             /* -m: library memory against raw NCCL's three modes */
+    const char *tune_file; /* -t FILE: with -m, write the crossover table measured */
+} o = {8, 128u << 20, 2, 20, 5, 1, 3, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, 0, 0, 1, "/tmp", 0, NULL};
 
 #define DIE(...)                                                       \
     do {                                                               \
@@ -248,7 +253,7 @@ static void init_times(const hn_raw_nccl_t *nccl, int reps) {
 
 static void parse_options(int argc, char **argv) {
     int c;
-    while ((c = getopt(argc, argv, "b:e:f:n:w:d:o:c:r:T:h")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:n:w:d:o:c:r:T:mt:h")) != -1) {
         switch (c) {
             case 'b': o.min_bytes = parse_size(optarg); break;
             case 'e': o.max_bytes = parse_size(optarg); break;
@@ -258,11 +263,13 @@ static void parse_options(int argc, char **argv) {
             case 'c': o.check = atoi(optarg); break;
             case 'r': o.reps = atoi(optarg); break;
             case 'T': o.tmpdir = optarg; break;
+            case 'm': o.modes = 1; break;
+            case 't': o.tune_file = optarg; o.modes = 1; break;
             case 'd': HN(hidet_nccl_dtype_from_name(optarg, &o.dtype)); break;
             case 'o': HN(hidet_nccl_op_from_name(optarg, &o.op)); break;
             default:
                 fprintf(stderr, "usage: %s [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] "
-                                "[-d dtype] [-o op] [-c check 0/1] [-r reps] [-T tmpdir]\n", argv[0]);
+                                "[-d dtype] [-o op] [-c check 0/1] [-r reps] [-T tmpdir] [-m] [-t tunefile]\n", argv[0]);
                 exit(c == 'h' ? 0 : 2);
         }
     }
@@ -375,10 +382,114 @@ static void measure_size(const ctx_t *ctx, const buffers_t *b, size_t count, siz
     fflush(stdout);
 }
 
+/* -m: one allocation of library memory (send and receive halves) registered AUTO on the
+ * library's communicator, as a buffer on one split of it and as a window on another; per
+ * size the library's all_reduce (its own choice) against raw ncclAllReduce on the plain
+ * communicator (the memory is not registered on it), the buffer one and the window one,
+ * alternately, fastest of -r. -t writes the fastest raw mode per size as a tuning table. */
+typedef struct {
+    int id;
+    ncclComm_t comm;
+} mode_comm_t;
+
+static double timed_on(const ctx_t *c, ncclComm_t comm, void *buf, size_t count, int iters) {
+    ctx_t on = *c;
+    if (comm != NULL) on.comm = comm;
+    return timed(&on, comm != NULL, buf, buf, count, iters);
+}
+
+static void memory_modes(const ctx_t *ctx) {
+    static const char *const names[3] = {"plain", "buffer", "window"};
+    size_t esize;
+    HN(hidet_nccl_dtype_size(o.dtype, &esize));
+    const char *dname;
+    hidet_nccl_dtype_name(o.dtype, &dname);
+    size_t bytes = o.max_bytes * ctx->red.count_multiplier;
+    void *mem;
+    HN(hidet_nccl_mem_alloc(ctx->id, bytes, &mem));
+    CU(cudaMemset(mem, 0, bytes));
+    mode_comm_t raw[3] = {{ctx->id, ctx->comm}, {-1, NULL}, {-1, NULL}};
+    int handles[3];
+    double t0 = now();
+    HN(hidet_nccl_register(ctx->id, mem, bytes, HIDET_NCCL_REGISTER_AUTO, &handles[0]));
+    double t_auto = now() - t0;
+    for (int m = 1; m < 3; m++) {
+        HN(hidet_nccl_comm_split(ctx->id, 0, o.rank, &raw[m].id));
+        HN(hidet_nccl_get_comm(raw[m].id, &raw[m].comm));
+        HN(hidet_nccl_register(raw[m].id, mem, bytes, m == 1 ? HIDET_NCCL_REGISTER_BUFFER : HIDET_NCCL_REGISTER_WINDOW,
+                               &handles[m]));
+    }
+    if (o.rank == 0) {
+        printf("# library memory: %zu bytes from hidet_nccl_mem_alloc, registered AUTO in %.1f ms (siblings made)\n",
+               bytes, t_auto * 1e3);
+        printf("# %d iterations per timing, fastest of %d alternating runs, in place; busbw GB/s (8 B: us)\n", o.iters,
+               o.reps);
+        printf("#%11s %9s | %9s %9s %9s %9s | %7s %7s %7s\n", "size", "type", "library", "raw plain", "raw buffer",
+               "raw window", "best", "lib/best", "lib/plain");
+    }
+    char table[8192];
+    size_t len = 0;
+    int last_view = -1;
+    size_t last_size = 0;
+    double bus = 2.0 * (o.nranks - 1) / o.nranks;
+    for (double fb = (double)o.min_bytes; fb <= (double)o.max_bytes + 0.5; fb *= o.factor) {
+        size_t count = (size_t)fb / esize;
+        if (count == 0) continue;
+        size_t size = count * esize;
+        double t[4] = {1e30, 1e30, 1e30, 1e30}; /* library, plain, buffer, window */
+        for (int w = 0; w < o.warmup; w++) {
+            one(ctx, 0, mem, mem, count);
+            for (int m = 0; m < 3; m++) timed_on(ctx, raw[m].comm, mem, count, 1);
+        }
+        for (int r = 0; r < o.reps; r++) {
+            double x = timed_on(ctx, NULL, mem, count, o.iters);
+            if (x < t[0]) t[0] = x;
+            for (int m = 0; m < 3; m++) {
+                x = timed_on(ctx, raw[m].comm, mem, count, o.iters);
+                if (x < t[m + 1]) t[m + 1] = x;
+            }
+        }
+        int best = 1;
+        for (int m = 2; m <= 3; m++)
+            if (t[m] < t[best]) best = m;
+        if (o.rank == 0) {
+            double v[4];
+            for (int k = 0; k < 4; k++) v[k] = size <= 64 ? t[k] * 1e6 : size / t[k] / 1e9 * bus;
+            printf("%12zu %9s | %9.2f %9.2f %9.2f %9.2f | %7s %7.3f %7.3f\n", size, dname, v[0], v[1], v[2], v[3],
+                   names[best - 1], t[best] / t[0], t[1] / t[0]);
+            fflush(stdout);
+        }
+        if (best - 1 != last_view && last_view >= 0)
+            len += (size_t)snprintf(table + len, sizeof table - len, "all_reduce %s %zu %s\n", dname, last_size,
+                                    names[last_view]);
+        last_view = best - 1;
+        last_size = size;
+    }
+    if (last_view >= 0)
+        len += (size_t)snprintf(table + len, sizeof table - len, "all_reduce %s max %s\n", dname, names[last_view]);
+    if (o.tune_file != NULL && o.rank == 0) {
+        FILE *f = fopen(o.tune_file, "a");
+        if (f == NULL) DIE("cannot write %s", o.tune_file);
+        fprintf(f, "# hidet-nccl-bench -t: %d ranks, %s sum, fastest raw mode per size\n%s", o.nranks, dname, table);
+        fclose(f);
+        printf("# tuning table appended to %s:\n%s", o.tune_file, table);
+    }
+    for (int m = 2; m >= 0; m--) HN(hidet_nccl_deregister(raw[m].id, handles[m]));
+    for (int m = 1; m < 3; m++) HN(hidet_nccl_comm_destroy(raw[m].id));
+    HN(hidet_nccl_mem_free(mem));
+}
+
 int main(int argc, char **argv) {
     parse_options(argc, argv);
     ctx_t ctx;
     start(&argc, &argv, &ctx);
+    if (o.modes) {
+        CU(cudaStreamSynchronize(ctx.stream));
+        memory_modes(&ctx);
+        HN(hidet_nccl_finalize());
+        if (o.use_mpi) MPI_Finalize();
+        return 0;
+    }
     if (o.use_mpi) init_times(ctx.nccl, 15);
     size_t esize;
     HN(hidet_nccl_dtype_size(o.dtype, &esize));

@@ -13,6 +13,7 @@ targets=(
     //tests:mpi_gpu_test
     //tests:launcher_gpu_test
     //tests:collectives_gpu_test
+    //tests:mem_gpu_test
     //tests:suite_gpu_test_mpi
     //tests:suite_gpu_test_file
     //tests:peer_death_gpu_test_mpi

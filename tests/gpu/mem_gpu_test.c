@@ -1,0 +1,200 @@
+/* Library memory on GPUs, one process per GPU (hidet-nccl-run -n N mem_gpu_test): memory
+ * registered AUTO gives exact all_reduce (float32, bfloat16), all_gather and reduce_scatter at
+ * sizes that take each view, inside a CUDA graph too; freeing or deregistering memory a
+ * pending collective uses is refused and loses nothing; a window on memory not from the
+ * library is refused; 20 alloc / register / all_reduce / deregister / free cycles keep no
+ * device memory; a communicator made with NCCL's knobs (CTA policy, min/max CTAs, name)
+ * works. Prints "rank R: N checks, N wrong" and "mem_gpu_test OK"; exits non-zero otherwise.
+ * Without a GPU it fails. */
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hidet_nccl/bootstrap.h"
+#include "hidet_nccl/hidet_nccl.h"
+
+static int g_rank, g_n, g_checks, g_wrong;
+
+#define HN(call)                                                                                      \
+    do {                                                                                              \
+        hidet_nccl_status_t st_ = (call);                                                             \
+        if (st_ != HIDET_NCCL_SUCCESS) {                                                              \
+            fprintf(stderr, "rank %d: %s failed: %s\n", g_rank, #call, hidet_nccl_last_error());      \
+            exit(1);                                                                                  \
+        }                                                                                             \
+    } while (0)
+#define CU(call)                                                                                      \
+    do {                                                                                              \
+        cudaError_t e_ = (call);                                                                      \
+        if (e_ != cudaSuccess) {                                                                      \
+            fprintf(stderr, "rank %d: %s: %s\n", g_rank, #call, cudaGetErrorString(e_));              \
+            exit(1);                                                                                  \
+        }                                                                                             \
+    } while (0)
+
+static void check(int ok, const char *what, size_t count) {
+    g_checks++;
+    if (!ok) {
+        g_wrong++;
+        fprintf(stderr, "rank %d: WRONG %s (count %zu)\n", g_rank, what, count);
+    }
+}
+
+static void expect(hidet_nccl_status_t got, hidet_nccl_status_t want, const char *needle, const char *what) {
+    int ok = got == want && (needle == NULL || strstr(hidet_nccl_last_error(), needle) != NULL);
+    if (!ok) fprintf(stderr, "rank %d: %s: status %d, message '%s'\n", g_rank, what, got, hidet_nccl_last_error());
+    check(ok, what, 0);
+}
+
+/* bfloat16 of a small integer (exact) and back. */
+static uint16_t bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+
+/* In-place all_reduce sum of rank + 1 (+ i % 3) over count elements at p, checked exactly. */
+static void all_reduce_exact(int id, void *p, size_t count, hidet_nccl_dtype_t dtype, cudaStream_t s, void *host) {
+    size_t es = dtype == HIDET_NCCL_FLOAT32 ? 4 : 2;
+    for (size_t i = 0; i < count; i++) {
+        float v = (float)(g_rank + 1 + (int)(i % 3));
+        if (es == 4) memcpy((char *)host + i * 4, &v, 4);
+        else ((uint16_t *)host)[i] = bf16(v);
+    }
+    CU(cudaMemcpyAsync(p, host, count * es, cudaMemcpyHostToDevice, s));
+    HN(hidet_nccl_all_reduce(id, p, p, count, dtype, HIDET_NCCL_SUM, s));
+    CU(cudaMemcpyAsync(host, p, count * es, cudaMemcpyDeviceToHost, s));
+    CU(cudaStreamSynchronize(s));
+    int ok = 1;
+    for (size_t i = 0; i < count && ok; i++) {
+        float want = (float)(g_n * (g_n + 1) / 2 + g_n * (int)(i % 3));
+        if (es == 4) ok = memcmp((char *)host + i * 4, &want, 4) == 0;
+        else ok = ((uint16_t *)host)[i] == bf16(want);
+    }
+    check(ok, dtype == HIDET_NCCL_FLOAT32 ? "all_reduce float32 on library memory" : "all_reduce bfloat16 on library memory",
+          count);
+}
+
+int main(void) {
+    int id;
+    HN(hidet_nccl_init(&id));
+    HN(hidet_nccl_comm_rank(id, &g_rank));
+    HN(hidet_nccl_comm_size(id, &g_n));
+    cudaStream_t s;
+    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const size_t max_bytes = 256u << 20;
+    void *host = malloc(max_bytes);
+    void *mem;
+    HN(hidet_nccl_mem_alloc(id, max_bytes, &mem));
+    int h;
+    HN(hidet_nccl_register(id, mem, max_bytes, HIDET_NCCL_REGISTER_AUTO, &h));
+
+    /* every view: 8 B .. 64 MiB */
+    for (size_t bytes = 8; bytes <= (64u << 20); bytes *= 4) {
+        all_reduce_exact(id, mem, bytes / 4, HIDET_NCCL_FLOAT32, s, host);
+        all_reduce_exact(id, mem, bytes / 2, HIDET_NCCL_BFLOAT16, s, host);
+    }
+    /* all_gather and reduce_scatter (uint8 / float32) */
+    for (size_t per = 1024; per <= (8u << 20); per *= 32) {
+        char *src = (char *)mem + (128u << 20), *dst = mem;
+        CU(cudaMemsetAsync(src, g_rank + 1, per, s));
+        HN(hidet_nccl_all_gather(id, src, dst, per, HIDET_NCCL_UINT8, s));
+        CU(cudaMemcpyAsync(host, dst, per * (size_t)g_n, cudaMemcpyDeviceToHost, s));
+        CU(cudaStreamSynchronize(s));
+        int ok = 1;
+        for (size_t i = 0; i < per * (size_t)g_n && ok; i++) ok = ((unsigned char *)host)[i] == i / per + 1;
+        check(ok, "all_gather on library memory", per);
+        size_t rc = per / 4;
+        float *f = host;
+        for (size_t i = 0; i < rc * (size_t)g_n; i++) f[i] = (float)(g_rank + 1);
+        CU(cudaMemcpyAsync(src, host, rc * (size_t)g_n * 4, cudaMemcpyHostToDevice, s));
+        HN(hidet_nccl_reduce_scatter(id, src, dst, rc, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
+        CU(cudaMemcpyAsync(host, dst, rc * 4, cudaMemcpyDeviceToHost, s));
+        CU(cudaStreamSynchronize(s));
+        ok = 1;
+        for (size_t i = 0; i < rc && ok; i++) ok = f[i] == (float)(g_n * (g_n + 1) / 2);
+        check(ok, "reduce_scatter on library memory", rc);
+    }
+    /* a CUDA graph of all_reduces of three sizes (one per view of the built-in table) */
+    {
+        size_t counts[3] = {16, 1 << 18, 1 << 23};
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        float *f = host;
+        for (size_t i = 0; i < counts[2]; i++) f[i] = 1.0f;
+        CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        for (int k = 0; k < 3; k++) HN(hidet_nccl_all_reduce(id, mem, (char *)mem + (64u << 20), counts[k],
+                                                             HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
+        CU(cudaStreamEndCapture(s, &graph));
+        CU(cudaGraphInstantiate(&exec, graph, 0));
+        CU(cudaMemcpyAsync(mem, host, counts[2] * 4, cudaMemcpyHostToDevice, s));
+        for (int r = 0; r < 10; r++) CU(cudaGraphLaunch(exec, s));
+        CU(cudaMemcpyAsync(host, (char *)mem + (64u << 20), counts[2] * 4, cudaMemcpyDeviceToHost, s));
+        CU(cudaStreamSynchronize(s));
+        int ok = 1;
+        for (size_t i = 0; i < counts[2] && ok; i++) ok = f[i] == (float)g_n;
+        check(ok, "graph of all_reduces on library memory, 10 replays", counts[2]);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+    }
+    /* memory in use: refused, nothing lost; then released once the stream is done */
+    CU(cudaStreamSynchronize(s));
+    for (int k = 0; k < 4; k++)
+        HN(hidet_nccl_all_reduce(id, mem, mem, (256u << 20) / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
+    expect(hidet_nccl_deregister(id, h), HIDET_NCCL_ERROR_INVALID_USAGE, "still in use", "deregister while in use");
+    expect(hidet_nccl_mem_free(mem), HIDET_NCCL_ERROR_INVALID_USAGE, "deregister it first", "free while registered");
+    CU(cudaStreamSynchronize(s));
+    HN(hidet_nccl_deregister(id, h));
+    expect(hidet_nccl_deregister(id, h), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "deregistered already", "deregister twice");
+    HN(hidet_nccl_all_reduce(id, mem, mem, (256u << 20) / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
+    expect(hidet_nccl_mem_free(mem), HIDET_NCCL_ERROR_INVALID_USAGE, "still in use", "free while in use");
+    CU(cudaStreamSynchronize(s));
+    HN(hidet_nccl_mem_free(mem));
+    void *plain;
+    CU(cudaMalloc(&plain, 1 << 20));
+    expect(hidet_nccl_register(id, plain, 1 << 20, HIDET_NCCL_REGISTER_WINDOW, &h), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+           "not memory from hidet_nccl_mem_alloc", "window on cudaMalloc memory");
+    expect(hidet_nccl_mem_free(plain), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "not memory from", "mem_free of cudaMalloc");
+    cudaFree(plain);
+
+    /* 20 cycles keep nothing (measured from the end of the first: the views stay) */
+    size_t free0 = 0, free1 = 0, total;
+    for (int cycle = 0; cycle < 20; cycle++) {
+        void *p;
+        HN(hidet_nccl_mem_alloc(id, 32u << 20, &p));
+        HN(hidet_nccl_register(id, p, 32u << 20, HIDET_NCCL_REGISTER_AUTO, &h));
+        all_reduce_exact(id, p, (32u << 20) / 4, HIDET_NCCL_FLOAT32, s, host);
+        HN(hidet_nccl_deregister(id, h));
+        HN(hidet_nccl_mem_free(p));
+        CU(cudaDeviceSynchronize());
+        CU(cudaMemGetInfo(cycle == 0 ? &free0 : &free1, &total));
+    }
+    double kept = ((double)free0 - (double)free1) / (1 << 20);
+    printf("rank %d: 20 alloc/register/all_reduce/deregister/free cycles: %.1f MiB kept after the first\n", g_rank, kept);
+    check(kept < 2.0, "device memory kept by 20 cycles", 20);
+
+    /* NCCL's knobs through a second communicator from the same launcher environment */
+    hidet_nccl_bootstrap_h bs;
+    HN(hidet_nccl_bootstrap_from_env(&bs));
+    hidet_nccl_init_options_t opt = HIDET_NCCL_INIT_OPTIONS_INIT;
+    opt.cta_policy = 1; /* NCCL_CTA_POLICY_EFFICIENCY */
+    opt.min_ctas = 2;
+    opt.max_ctas = 8;
+    opt.comm_name = "mem_gpu_test knobs";
+    opt.split_share = 1;
+    int id2;
+    HN(hidet_nccl_comm_init(bs, &opt, &id2));
+    HN(hidet_nccl_bootstrap_destroy(bs));
+    void *p;
+    HN(hidet_nccl_mem_alloc(id2, 1 << 20, &p));
+    all_reduce_exact(id2, p, (1 << 20) / 4, HIDET_NCCL_FLOAT32, s, host);
+    HN(hidet_nccl_mem_free(p));
+
+    printf("rank %d: %d checks, %d wrong\n", g_rank, g_checks, g_wrong);
+    HN(hidet_nccl_finalize());
+    free(host);
+    if (g_wrong == 0) printf("rank %d: mem_gpu_test OK\n", g_rank);
+    return g_wrong != 0;
+}
