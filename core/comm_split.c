@@ -5,6 +5,7 @@
 #include "core/blocking_call_int.h"
 #include "core/cuda_int.h"
 #include "core/comm_init_int.h"
+#include "core/comm_split_int.h"
 #include "core/error_int.h"
 #include "core/group_int.h"
 #include "core/nccl_version_int.h"
@@ -15,13 +16,14 @@
 typedef struct {
     const hn_nccl_t *n;
     ncclComm_t parent, child;
-    int color, key;
+    int color, key, share;
 } split_job_t;
 
 static ncclResult_t run_split(void *p) {
     split_job_t *a = p;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 1;
+    if (a->share != HIDET_NCCL_UNSET) config.splitShare = a->share;
     return a->n->CommSplit(a->parent, a->color, a->key, &a->child, &config);
 }
 
@@ -35,8 +37,9 @@ static void late_split(void *p, ncclResult_t r) {
  * deadline. At the deadline the parent is still inside NCCL's split: its id is made dead
  * (neither usable nor destroyable) and it is left to the process exit. */
 static hidet_nccl_status_t split_blocking(const hn_nccl_t *n, int comm_id, ncclComm_t parent, int color, int key,
-                                          uint32_t trace_key, double timeout, const char *what, int *new_id) {
-    split_job_t job = {n, parent, NULL, color, key};
+                                          int share, uint32_t trace_key, double timeout, const char *what,
+                                          int *new_id) {
+    split_job_t job = {n, parent, NULL, color, key, share};
     ncclResult_t r;
     int device;
     HN_CHECK(hidet_nccl__current_device(&device));
@@ -65,6 +68,10 @@ static hidet_nccl_status_t split_blocking(const hn_nccl_t *n, int comm_id, ncclC
 
 hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *new_id) {
     HN_ENTER();
+    return hidet_nccl__comm_split(comm_id, color, key, HIDET_NCCL_UNSET, new_id);
+}
+
+hidet_nccl_status_t hidet_nccl__comm_split(int comm_id, int color, int key, int share, int *new_id) {
     HN_CHECK_NOT_NULL(new_id);
     if (color < 0 && color != HIDET_NCCL_SPLIT_NOCOLOR)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
@@ -87,9 +94,10 @@ hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *
     uint32_t trace_key;
     HN_CHECK(hidet_nccl__registry_child_key(comm_id, "split", color, &trace_key));
     if (blocking && hidet_nccl__group_depth() == 0)
-        return split_blocking(n, comm_id, parent, color, key, trace_key, timeout, what, new_id);
+        return split_blocking(n, comm_id, parent, color, key, share, trace_key, timeout, what, new_id);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
+    if (share != HIDET_NCCL_UNSET) config.splitShare = share;
     /* NCCL writes the new communicator when the split's job has run, which for a
      * non-blocking parent may be after the call returns: give it an address that lives on. */
     ncclComm_t *child = malloc(sizeof *child);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "core/blocking_call_int.h"
+#include "core/comm_split_int.h"
 #include "core/error_int.h"
 #include "core/group_int.h"
 #include "core/log_int.h"
@@ -65,7 +66,9 @@ hidet_nccl_status_t hidet_nccl__mem_unregister(const hn_reg_t *r) {
 /* A sibling of comm_id for one view: a split with every rank in it (color: the tuning
  * table's crc, so ranks with different tables part), checked to hold every rank. */
 static hidet_nccl_status_t sibling(int comm_id, int nranks, int rank, const hn_tune_t *t, int *id, ncclComm_t *comm) {
-    HN_CHECK(hidet_nccl_comm_split(comm_id, (int)(t->crc & 0x7fffffff), rank, id));
+    int share = 0;
+    HN_CHECK(hidet_nccl__setting_int(HN_SETTING_VIEW_SHARE, &share));
+    HN_CHECK(hidet_nccl__comm_split(comm_id, (int)(t->crc & 0x7fffffff), rank, share ? 1 : HIDET_NCCL_UNSET, id));
     int size = -1;
     hidet_nccl_status_t st = hidet_nccl_comm_size(*id, &size);
     if (st == HIDET_NCCL_SUCCESS && size != nranks) {

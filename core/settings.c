@@ -80,6 +80,9 @@ static const struct {
     [HN_SETTING_TUNE_FILE] = {"HIDET_NCCL_TUNE_FILE", KIND_STRING, NULL, 0, 0,
                               "crossover table for collectives on library memory (hidet-nccl-bench --tune writes one); "
                               "unset: the built-in table"},
+    [HN_SETTING_VIEW_SHARE] = {"HIDET_NCCL_VIEW_SHARE", KIND_BOOL, "0", 0, 1,
+                               "1: the siblings an AUTO registration makes share the communicator's NCCL resources "
+                               "(splitShare: less device memory)"},
 };
 
 /* The launchers' rank variables, in the order they are trusted: the innermost launcher

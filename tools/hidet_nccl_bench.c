@@ -13,7 +13,9 @@
  * each, and reports the fastest run of each, with the ratio library/raw of busbw. */
 #include <cuda_runtime_api.h>
 #include <getopt.h>
+#include <math.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,14 +74,37 @@ static size_t parse_size(const char *s) {
 }
 
 /* The slowest rank's value (the collective finishes when it does). */
+/* Without MPI (hidet-nccl-run), the ranks meet through the library's communicator: a device
+ * barrier, and a max of one double on the device. */
+static struct {
+    int id;
+    cudaStream_t stream;
+    double *scratch;
+} g_sync = {-1, NULL, NULL};
+
 static double max_over_ranks(double v) {
     double m = v;
-    if (o.use_mpi) MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (o.use_mpi) {
+        MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    } else if (g_sync.id >= 0) {
+        if (cudaMemcpyAsync(g_sync.scratch, &v, sizeof v, cudaMemcpyHostToDevice, g_sync.stream) != cudaSuccess)
+            DIE("cudaMemcpyAsync failed");
+        HN(hidet_nccl_all_reduce(g_sync.id, g_sync.scratch, g_sync.scratch, 1, HIDET_NCCL_FLOAT64, HIDET_NCCL_MAX,
+                                 g_sync.stream));
+        if (cudaMemcpyAsync(&m, g_sync.scratch, sizeof m, cudaMemcpyDeviceToHost, g_sync.stream) != cudaSuccess ||
+            cudaStreamSynchronize(g_sync.stream) != cudaSuccess)
+            DIE("cudaMemcpyAsync failed");
+    }
     return m;
 }
 
 static void barrier(void) {
-    if (o.use_mpi) MPI_Barrier(MPI_COMM_WORLD);
+    if (o.use_mpi) {
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else if (g_sync.id >= 0) {
+        HN(hidet_nccl_barrier(g_sync.id, g_sync.stream));
+        if (cudaStreamSynchronize(g_sync.stream) != cudaSuccess) DIE("cudaStreamSynchronize failed");
+    }
 }
 
 typedef struct {
@@ -183,36 +208,99 @@ static int by_value(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* A raw init on a thread of its own (what the library does, to keep a deadline), joined. */
+typedef struct {
+    const hn_raw_nccl_t *nccl;
+    ncclUniqueId uid;
+    int device;
+    ncclComm_t comm;
+    ncclResult_t res;
+} thread_init_t;
+
+static void *thread_init(void *p) {
+    thread_init_t *a = p;
+    cudaSetDevice(a->device);
+    a->res = a->nccl->CommInitRank(&a->comm, o.nranks, a->uid, o.rank);
+    return NULL;
+}
+
+/* A thread that stays: it runs each init handed to it (to tell a new thread's cost from
+ * running NCCL's init off the main thread). */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    thread_init_t *job;
+    int done;
+} g_worker = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0};
+
+static void *worker(void *unused) {
+    (void)unused;
+    for (;;) {
+        pthread_mutex_lock(&g_worker.lock);
+        while (g_worker.job == NULL) pthread_cond_wait(&g_worker.cond, &g_worker.lock);
+        thread_init_t *a = g_worker.job;
+        pthread_mutex_unlock(&g_worker.lock);
+        thread_init(a);
+        pthread_mutex_lock(&g_worker.lock);
+        g_worker.job = NULL;
+        g_worker.done = 1;
+        pthread_cond_broadcast(&g_worker.cond);
+        pthread_mutex_unlock(&g_worker.lock);
+    }
+    return NULL;
+}
+
+static void on_worker(thread_init_t *a) {
+    pthread_mutex_lock(&g_worker.lock);
+    g_worker.job = a;
+    g_worker.done = 0;
+    pthread_cond_broadcast(&g_worker.cond);
+    while (!g_worker.done) pthread_cond_wait(&g_worker.cond, &g_worker.lock);
+    pthread_mutex_unlock(&g_worker.lock);
+}
+
 /* Time to a ready communicator: raw (ncclGetUniqueId + MPI_Bcast + ncclCommInitRank), the
- * library over MPI, the library over the shared-file bootstrap; medians of `reps` runs. */
+ * same raw init on a new thread, the library over MPI, the library over the shared-file
+ * bootstrap; medians of `reps` runs, and of each run's ratio to the raw init just before. */
 static void init_times(const hn_raw_nccl_t *nccl, int reps) {
+    enum { PATHS = 5 };
+    static const char *const names[PATHS] = {
+        "raw ncclGetUniqueId + MPI_Bcast + ncclCommInitRank", "the same, ncclCommInitRank on a new thread",
+        "the same, on a thread that made one before", "hidet_nccl_mpi_comm_init (MPI bootstrap)",
+        "hidet_nccl_comm_init (shared-file bootstrap)"};
+    pthread_t w;
+    if (pthread_create(&w, NULL, worker, NULL) != 0 || pthread_detach(w) != 0) DIE("pthread_create failed");
     char dir[256] = "";
     if (o.rank == 0) {
         snprintf(dir, sizeof dir, "%s/hidet-nccl-bench-XXXXXX", o.tmpdir);
         if (mkdtemp(dir) == NULL) DIE("mkdtemp: cannot make a rendezvous directory");
     }
     MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
-    double t[3][16];
+    double t[PATHS][16], ratio[PATHS][16];
     if (reps > 16) reps = 16;
     for (int r = -1; r < reps; r++) { /* r == -1: a warm-up of each, not counted */
-        for (int path = 0; path < 3; path++) {
+        for (int path = 0; path < PATHS; path++) {
             barrier();
             double start = now();
             int id;
-            if (path == 0) {
-                ncclUniqueId uid;
-                if (o.rank == 0 && nccl->GetUniqueId(&uid) != ncclSuccess) DIE("ncclGetUniqueId failed");
-                MPI_Bcast(&uid, sizeof uid, MPI_BYTE, 0, MPI_COMM_WORLD);
-                ncclComm_t comm;
-                ncclResult_t res = nccl->CommInitRank(&comm, o.nranks, uid, o.rank);
-                if (res != ncclSuccess) DIE("ncclCommInitRank: %s", nccl->GetErrorString(res));
+            if (path < 3) {
+                thread_init_t a = {nccl, {{0}}, 0, NULL, ncclSuccess};
+                if (o.rank == 0 && nccl->GetUniqueId(&a.uid) != ncclSuccess) DIE("ncclGetUniqueId failed");
+                MPI_Bcast(&a.uid, sizeof a.uid, MPI_BYTE, 0, MPI_COMM_WORLD);
+                CU(cudaGetDevice(&a.device));
+                pthread_t th;
+                if (path == 0) thread_init(&a);
+                else if (path == 2) on_worker(&a);
+                else if (pthread_create(&th, NULL, thread_init, &a) != 0 || pthread_join(th, NULL) != 0)
+                    DIE("pthread_create failed");
+                if (a.res != ncclSuccess) DIE("ncclCommInitRank: %s", nccl->GetErrorString(a.res));
                 double took = max_over_ranks(now() - start);
-                if (r >= 0) t[0][r] = took;
-                if (r == reps - 1) blocking_reference(nccl, comm);
-                nccl->CommDestroy(comm);
+                if (r >= 0) t[path][r] = took;
+                if (r == reps - 1 && path == 0) blocking_reference(nccl, a.comm);
+                nccl->CommDestroy(a.comm);
                 continue;
             }
-            if (path == 1) {
+            if (path == 3) {
                 HN(hidet_nccl_mpi_comm_init(MPI_COMM_WORLD, NULL, &id));
             } else {
                 char key[64];
@@ -233,22 +321,17 @@ static void init_times(const hn_raw_nccl_t *nccl, int reps) {
         }
     }
     if (o.rank == 0) rmdir(dir);
-    double ratio[2][16]; /* each run's ratio to the raw init just before it: NCCL's own init time drifts */
-    for (int path = 1; path < 3; path++)
-        for (int i = 0; i < reps; i++) ratio[path - 1][i] = t[path][i] / t[0][i];
-    for (int path = 0; path < 3; path++) qsort(t[path], (size_t)reps, sizeof(double), by_value);
-    for (int k = 0; k < 2; k++) qsort(ratio[k], (size_t)reps, sizeof(double), by_value);
-    if (o.rank == 0) {
-        double raw = t[0][reps / 2];
-        printf("# Time to a ready communicator, %d ranks, median of %d (after one warm-up each):\n", o.nranks, reps);
-        printf("#   raw ncclGetUniqueId + MPI_Bcast + ncclCommInitRank : %8.1f ms\n", raw * 1e3);
-        printf("#   hidet_nccl_mpi_comm_init (MPI bootstrap)          : %8.1f ms  (%.3f x raw)\n",
-               t[1][reps / 2] * 1e3, t[1][reps / 2] / raw);
-        printf("#   hidet_nccl_comm_init (shared-file bootstrap)      : %8.1f ms  (%.3f x raw)\n",
-               t[2][reps / 2] * 1e3, t[2][reps / 2] / raw);
-        printf("#   median of each run's ratio to the raw init just before it: MPI %.3f x, shared file %.3f x\n",
-               ratio[0][reps / 2], ratio[1][reps / 2]);
+    for (int path = 0; path < PATHS; path++) {
+        for (int i = 0; i < reps; i++) ratio[path][i] = t[path][i] / t[0][i];
+        qsort(t[path], (size_t)reps, sizeof(double), by_value);
+        qsort(ratio[path], (size_t)reps, sizeof(double), by_value);
     }
+    if (o.rank != 0) return;
+    printf("# Time to a ready communicator, %d ranks, median of %d (after one warm-up each); last column: median of "
+           "each run's ratio to the raw init just before it (NCCL's own init time drifts)\n", o.nranks, reps);
+    for (int path = 0; path < PATHS; path++)
+        printf("#   %-52s: %8.1f ms  (%.3f x raw; %.3f x)\n", names[path], t[path][reps / 2] * 1e3,
+               t[path][reps / 2] / t[0][reps / 2], ratio[path][reps / 2]);
 }
 
 static void parse_options(int argc, char **argv) {
@@ -302,6 +385,11 @@ static void start(int *argc, char ***argv, ctx_t *ctx) {
     ctx->nccl = &raw;
     HN(hidet_nccl_reduction(o.dtype, o.op, &ctx->red));
     CU(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+    if (!o.use_mpi) {
+        g_sync.id = id;
+        CU(cudaStreamCreateWithFlags(&g_sync.stream, cudaStreamNonBlocking));
+        CU(cudaMalloc((void **)&g_sync.scratch, sizeof(double)));
+    }
     const char *path;
     int version;
     hidet_nccl_library_path(&path);
@@ -422,8 +510,9 @@ static void memory_modes(const ctx_t *ctx) {
     if (o.rank == 0) {
         printf("# library memory: %zu bytes from hidet_nccl_mem_alloc, registered AUTO in %.1f ms (siblings made)\n",
                bytes, t_auto * 1e3);
-        printf("# %d iterations per timing, fastest of %d alternating runs, in place; busbw GB/s (8 B: us)\n", o.iters,
-               o.reps);
+        printf("# at least %d iterations per timing (up to 1000 below 64 MiB), fastest of %d alternating runs, in "
+               "place; busbw GB/s (up to 64 B: us per call); best: the fastest raw mode (a registered one only if "
+               "2%% faster than plain)\n", o.iters, o.reps);
         printf("#%11s %9s | %9s %9s %9s %9s | %7s %7s %7s\n", "size", "type", "library", "raw plain", "raw buffer",
                "raw window", "best", "lib/best", "lib/plain");
     }
@@ -437,26 +526,29 @@ static void memory_modes(const ctx_t *ctx) {
         if (count == 0) continue;
         size_t size = count * esize;
         double t[4] = {1e30, 1e30, 1e30, 1e30}; /* library, plain, buffer, window */
+        /* small sizes are a few microseconds each: enough calls per timing to see past jitter */
+        int iters = o.iters;
+        if (size < (64u << 20) && (size_t)iters < (16u << 20) / size) iters = (int)((16u << 20) / size);
+        if (iters > 1000 && iters > o.iters) iters = 1000;
         for (int w = 0; w < o.warmup; w++) {
             one(ctx, 0, mem, mem, count);
             for (int m = 0; m < 3; m++) timed_on(ctx, raw[m].comm, mem, count, 1);
         }
         for (int r = 0; r < o.reps; r++) {
-            double x = timed_on(ctx, NULL, mem, count, o.iters);
-            if (x < t[0]) t[0] = x;
-            for (int m = 0; m < 3; m++) {
-                x = timed_on(ctx, raw[m].comm, mem, count, o.iters);
-                if (x < t[m + 1]) t[m + 1] = x;
+            for (int k = 0; k < 4; k++) { /* each run starts with another of the four */
+                int v = (k + r) % 4;
+                double x = timed_on(ctx, v == 0 ? NULL : raw[v - 1].comm, mem, count, iters);
+                if (x < t[v]) t[v] = x;
             }
         }
-        int best = 1;
-        for (int m = 2; m <= 3; m++)
-            if (t[m] < t[best]) best = m;
+        int best = 1; /* the faster registered mode, only if it beats plain by 2% (else noise decides) */
+        int reg = t[2] <= t[3] ? 2 : 3;
+        if (t[reg] < 0.98 * t[1]) best = reg;
         if (o.rank == 0) {
             double v[4];
             for (int k = 0; k < 4; k++) v[k] = size <= 64 ? t[k] * 1e6 : size / t[k] / 1e9 * bus;
             printf("%12zu %9s | %9.2f %9.2f %9.2f %9.2f | %7s %7.3f %7.3f\n", size, dname, v[0], v[1], v[2], v[3],
-                   names[best - 1], t[best] / t[0], t[1] / t[0]);
+                   names[best - 1], fmin(t[1], fmin(t[2], t[3])) / t[0], t[1] / t[0]);
             fflush(stdout);
         }
         if (best - 1 != last_view && last_view >= 0)
