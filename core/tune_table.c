@@ -25,18 +25,22 @@ static const char *const k_views[HN_NUM_VIEWS] = {"plain", "buffer", "window"};
 
 const char *hidet_nccl__view_name(hn_view_t v) { return (unsigned)v < HN_NUM_VIEWS ? k_views[v] : "?"; }
 
-/* Measured with `hidet-nccl-bench --tune` on 2 x H200 (NVLink, NCCL 2.28.9): docs/buffers.md. */
+/* From `hidet-nccl-bench -m -t` on 2 x H200 (NVLink, NCCL 2.28.9, 2026-12-01), smoothed where
+ * the modes were within noise (docs/buffers.md): windows win at latency sizes and from 2 MiB
+ * (to 32 MiB for float32, 4 MiB for other types); plain (NCCL's own buffers) elsewhere.
+ * all_gather and reduce_scatter were not measured: plain. */
 static const char k_default[] =
     "# hidet-nccl tuning table 1 (built in)\n"
-    "all_reduce * 262144 plain\n"
-    "all_reduce * 16777216 window\n"
-    "all_reduce * max buffer\n"
-    "all_gather * 262144 plain\n"
-    "all_gather * 16777216 window\n"
-    "all_gather * max buffer\n"
-    "reduce_scatter * 262144 plain\n"
-    "reduce_scatter * 16777216 window\n"
-    "reduce_scatter * max buffer\n";
+    "all_reduce * 32768 window\n"
+    "all_reduce * 1048576 plain\n"
+    "all_reduce * 4194304 window\n"
+    "all_reduce * max plain\n"
+    "all_reduce float32 32768 window\n"
+    "all_reduce float32 1048576 plain\n"
+    "all_reduce float32 33554432 window\n"
+    "all_reduce float32 max plain\n"
+    "all_gather * max plain\n"
+    "reduce_scatter * max plain\n";
 
 const char *hidet_nccl__tune_default_text(void) { return k_default; }
 
@@ -66,7 +70,8 @@ static int dtype_index(const char *word) {
 /* Appends a range to a cell; sizes must ascend. */
 static int add_range(hn_tune_cell_t *c, size_t upto, int view, int line, char *why, size_t why_len) {
     if (c->n == HN_TUNE_RANGES) return fail(why, why_len, line, "more than %s ranges for one collective and dtype", "16");
-    if (c->n > 0 && upto <= c->upto[c->n - 1]) return fail(why, why_len, line, "size %s does not ascend", "");
+    if (c->n > 0 && upto <= c->upto[c->n - 1])
+        return fail(why, why_len, line, "the size is not above the previous line's for this collective and dtype%s", "");
     c->upto[c->n] = upto;
     c->view[c->n] = (unsigned char)view;
     c->n++;

@@ -98,6 +98,15 @@ static int raw_reduce_scatter(void *p) {
     return g_rs(g_buf, g_buf + 8192, 256, ncclFloat32, ncclSum, ((ctx_t *)p)->comm, STREAM);
 }
 static int raw_all_to_all(void *p) { return g_a2a(g_buf, g_buf + 8192, 256, ncclUint32, ((ctx_t *)p)->comm, STREAM); }
+/* The same all_reduce on library memory registered with the communicator (the memory tables
+ * are looked at on every call while such memory exists). */
+static char *g_mem;
+static int lib_all_reduce_mem(void *p) {
+    return hidet_nccl_all_reduce(((ctx_t *)p)->id, g_mem, g_mem + 4096, 256, HIDET_NCCL_BFLOAT16, HIDET_NCCL_SUM, STREAM);
+}
+static int raw_all_reduce_mem(void *p) {
+    return g_ar(g_mem, g_mem + 4096, 256, ncclBfloat16, ncclSum, ((ctx_t *)p)->comm, STREAM);
+}
 static int raw_send(void *p) { return g_send(g_buf, 256, ncclUint32, 1, ((ctx_t *)p)->comm, STREAM); }
 
 int main(int argc, char **argv) {
@@ -168,5 +177,13 @@ int main(int argc, char **argv) {
         if (cuda) printf(" %12.1f", time_calls(rows[i].lib, &events, calls) - quiet_lib);
         printf("\n");
     }
+    int handle;
+    if (hidet_nccl_mem_alloc(ctx.id, 1 << 16, (void **)&g_mem) != HIDET_NCCL_SUCCESS ||
+        hidet_nccl_register(ctx.id, g_mem, 1 << 16, HIDET_NCCL_REGISTER_BUFFER, &handle) != HIDET_NCCL_SUCCESS) {
+        fprintf(stderr, "%s\n", hidet_nccl_last_error());
+        return 1;
+    }
+    double lib = time_calls(lib_all_reduce_mem, &ctx, calls), raw = time_calls(raw_all_reduce_mem, &ctx, calls);
+    printf("  %-30s %12.1f %12s %12.1f %12.1f\n", "all_reduce, library memory", lib, "", raw, lib - raw);
     return 0;
 }
