@@ -37,7 +37,11 @@ static struct {
     const char *tmpdir;
     int modes;             /* -m: library memory against raw NCCL's three modes */
     const char *tune_file; /* -t FILE: with -m, write the crossover table measured */
-} o = {8, 128u << 20, 2, 20, 5, 1, 3, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, 0, 0, 1, "/tmp", 0, NULL};
+    int coll;              /* -C: with -m, COLL_* */
+} o = {8, 128u << 20, 2, 20, 5, 1, 3, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, 0, 0, 1, "/tmp", 0, NULL, 0};
+
+enum { COLL_ALL_REDUCE, COLL_ALL_GATHER, COLL_REDUCE_SCATTER };
+static const char *const k_coll_names[3] = {"all_reduce", "all_gather", "reduce_scatter"};
 
 #define DIE(...)                                                       \
     do {                                                               \
@@ -115,17 +119,26 @@ typedef struct {
     hidet_nccl_reduction_t red;
 } ctx_t;
 
-/* One all_reduce through the library (raw == 0) or straight to NCCL (raw == 1). */
+/* One collective (o.coll; the table's is all_reduce) through the library (raw == 0) or
+ * straight to NCCL (raw == 1); count: all_reduce's elements, or per rank (all_gather's
+ * sendcount, reduce_scatter's recvcount). */
 static void one(const ctx_t *c, int raw, const void *send, void *recv, size_t count) {
     if (raw) {
-        ncclResult_t r = c->nccl->AllReduce(send, recv, count * c->red.count_multiplier, c->red.nccl_dtype,
-                                            c->red.nccl_op, c->comm, c->stream);
+        size_t n = count * c->red.count_multiplier;
+        ncclResult_t r = o.coll == COLL_ALL_GATHER ? c->nccl->AllGather(send, recv, n, c->red.nccl_dtype, c->comm, c->stream)
+                         : o.coll == COLL_REDUCE_SCATTER
+                             ? c->nccl->ReduceScatter(send, recv, n, c->red.nccl_dtype, c->red.nccl_op, c->comm, c->stream)
+                             : c->nccl->AllReduce(send, recv, n, c->red.nccl_dtype, c->red.nccl_op, c->comm, c->stream);
         while (r == ncclInProgress) { /* a non-blocking communicator still enqueuing: wait, as NCCL asks */
             ncclResult_t async = ncclSuccess;
             c->nccl->CommGetAsyncError(c->comm, &async);
             r = async;
         }
-        if (r != ncclSuccess) DIE("ncclAllReduce: %s", c->nccl->GetErrorString(r));
+        if (r != ncclSuccess) DIE("nccl %s: %s", k_coll_names[o.coll], c->nccl->GetErrorString(r));
+    } else if (o.coll == COLL_ALL_GATHER) {
+        HN(hidet_nccl_all_gather(c->id, send, recv, count, o.dtype, c->stream));
+    } else if (o.coll == COLL_REDUCE_SCATTER) {
+        HN(hidet_nccl_reduce_scatter(c->id, send, recv, count, o.dtype, o.op, c->stream));
     } else {
         HN(hidet_nccl_all_reduce(c->id, send, recv, count, o.dtype, o.op, c->stream));
     }
@@ -215,12 +228,19 @@ typedef struct {
     int device;
     ncclComm_t comm;
     ncclResult_t res;
+    int config; /* 1: ncclCommInitRankConfig with a blocking config, as the library calls it */
 } thread_init_t;
 
 static void *thread_init(void *p) {
     thread_init_t *a = p;
     cudaSetDevice(a->device);
-    a->res = a->nccl->CommInitRank(&a->comm, o.nranks, a->uid, o.rank);
+    if (a->config && a->nccl->CommInitRankConfig != NULL) {
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = 1;
+        a->res = a->nccl->CommInitRankConfig(&a->comm, o.nranks, a->uid, o.rank, &config);
+    } else {
+        a->res = a->nccl->CommInitRank(&a->comm, o.nranks, a->uid, o.rank);
+    }
     return NULL;
 }
 
@@ -263,11 +283,11 @@ static void on_worker(thread_init_t *a) {
  * same raw init on a new thread, the library over MPI, the library over the shared-file
  * bootstrap; medians of `reps` runs, and of each run's ratio to the raw init just before. */
 static void init_times(const hn_raw_nccl_t *nccl, int reps) {
-    enum { PATHS = 5 };
+    enum { PATHS = 6, LIB = 4 };
     static const char *const names[PATHS] = {
         "raw ncclGetUniqueId + MPI_Bcast + ncclCommInitRank", "the same, ncclCommInitRank on a new thread",
-        "the same, on a thread that made one before", "hidet_nccl_mpi_comm_init (MPI bootstrap)",
-        "hidet_nccl_comm_init (shared-file bootstrap)"};
+        "the same, on a thread that made one before", "the same, ncclCommInitRankConfig on a new thread",
+        "hidet_nccl_mpi_comm_init (MPI bootstrap)", "hidet_nccl_comm_init (shared-file bootstrap)"};
     pthread_t w;
     if (pthread_create(&w, NULL, worker, NULL) != 0 || pthread_detach(w) != 0) DIE("pthread_create failed");
     char dir[256] = "";
@@ -283,8 +303,8 @@ static void init_times(const hn_raw_nccl_t *nccl, int reps) {
             barrier();
             double start = now();
             int id;
-            if (path < 3) {
-                thread_init_t a = {nccl, {{0}}, 0, NULL, ncclSuccess};
+            if (path < LIB) {
+                thread_init_t a = {nccl, {{0}}, 0, NULL, ncclSuccess, path == 3};
                 if (o.rank == 0 && nccl->GetUniqueId(&a.uid) != ncclSuccess) DIE("ncclGetUniqueId failed");
                 MPI_Bcast(&a.uid, sizeof a.uid, MPI_BYTE, 0, MPI_COMM_WORLD);
                 CU(cudaGetDevice(&a.device));
@@ -300,7 +320,7 @@ static void init_times(const hn_raw_nccl_t *nccl, int reps) {
                 nccl->CommDestroy(a.comm);
                 continue;
             }
-            if (path == 3) {
+            if (path == LIB) {
                 HN(hidet_nccl_mpi_comm_init(MPI_COMM_WORLD, NULL, &id));
             } else {
                 char key[64];
@@ -336,7 +356,7 @@ static void init_times(const hn_raw_nccl_t *nccl, int reps) {
 
 static void parse_options(int argc, char **argv) {
     int c;
-    while ((c = getopt(argc, argv, "b:e:f:n:w:d:o:c:r:T:mt:h")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:n:w:d:o:c:r:T:mt:C:h")) != -1) {
         switch (c) {
             case 'b': o.min_bytes = parse_size(optarg); break;
             case 'e': o.max_bytes = parse_size(optarg); break;
@@ -348,15 +368,21 @@ static void parse_options(int argc, char **argv) {
             case 'T': o.tmpdir = optarg; break;
             case 'm': o.modes = 1; break;
             case 't': o.tune_file = optarg; o.modes = 1; break;
+            case 'C':
+                for (o.coll = 0; o.coll < 3 && strcmp(optarg, k_coll_names[o.coll]) != 0; o.coll++) continue;
+                if (o.coll == 3) DIE("-C takes all_reduce, all_gather or reduce_scatter");
+                break;
             case 'd': HN(hidet_nccl_dtype_from_name(optarg, &o.dtype)); break;
             case 'o': HN(hidet_nccl_op_from_name(optarg, &o.op)); break;
             default:
                 fprintf(stderr, "usage: %s [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] "
-                                "[-d dtype] [-o op] [-c check 0/1] [-r reps] [-T tmpdir] [-m] [-t tunefile]\n", argv[0]);
+                                "[-d dtype] [-o op] [-c check 0/1] [-r reps] [-T tmpdir] [-m] [-t tunefile] "
+                                "[-C all_reduce|all_gather|reduce_scatter]\n", argv[0]);
                 exit(c == 'h' ? 0 : 2);
         }
     }
     if (o.factor <= 1 || o.iters < 1 || o.reps < 1 || o.min_bytes > o.max_bytes) DIE("bad options");
+    if (o.coll != COLL_ALL_REDUCE && !o.modes) DIE("-C needs -m (the main table is all_reduce's)");
 }
 
 /* MPI unless started by hidet-nccl-run (a rendezvous directory set): the communicator, the
@@ -480,10 +506,10 @@ typedef struct {
     ncclComm_t comm;
 } mode_comm_t;
 
-static double timed_on(const ctx_t *c, ncclComm_t comm, void *buf, size_t count, int iters) {
+static double timed_on(const ctx_t *c, ncclComm_t comm, const void *send, void *recv, size_t count, int iters) {
     ctx_t on = *c;
     if (comm != NULL) on.comm = comm;
-    return timed(&on, comm != NULL, buf, buf, count, iters);
+    return timed(&on, comm != NULL, send, recv, count, iters);
 }
 
 static void memory_modes(const ctx_t *ctx) {
@@ -498,46 +524,52 @@ static void memory_modes(const ctx_t *ctx) {
     CU(cudaMemset(mem, 0, bytes));
     mode_comm_t raw[3] = {{ctx->id, ctx->comm}, {-1, NULL}, {-1, NULL}};
     int handles[3];
-    double t0 = now();
-    HN(hidet_nccl_register(ctx->id, mem, bytes, HIDET_NCCL_REGISTER_AUTO, &handles[0]));
-    double t_auto = now() - t0;
-    for (int m = 1; m < 3; m++) {
+    for (int m = 1; m < 3; m++) { /* the raw ones first: made before the library's own siblings */
         HN(hidet_nccl_comm_split(ctx->id, 0, o.rank, &raw[m].id));
         HN(hidet_nccl_get_comm(raw[m].id, &raw[m].comm));
         HN(hidet_nccl_register(raw[m].id, mem, bytes, m == 1 ? HIDET_NCCL_REGISTER_BUFFER : HIDET_NCCL_REGISTER_WINDOW,
                                &handles[m]));
     }
+    double t0 = now();
+    HN(hidet_nccl_register(ctx->id, mem, bytes, HIDET_NCCL_REGISTER_AUTO, &handles[0]));
+    double t_auto = now() - t0;
     if (o.rank == 0) {
         printf("# library memory: %zu bytes from hidet_nccl_mem_alloc, registered AUTO in %.1f ms (siblings made)\n",
                bytes, t_auto * 1e3);
         printf("# at least %d iterations per timing (up to 1000 below 64 MiB), fastest of %d alternating runs, in "
                "place; busbw GB/s (up to 64 B: us per call); best: the fastest raw mode (a registered one only if "
                "5%% faster than plain)\n", o.iters, o.reps);
-        printf("#%11s %9s | %9s %9s %9s %9s | %7s %7s %7s\n", "size", "type", "library", "raw plain", "raw buffer",
+        printf("# %s\n#%11s %9s | %9s %9s %9s %9s | %7s %7s %7s\n", k_coll_names[o.coll], "size", "type", "library", "raw plain", "raw buffer",
                "raw window", "best", "lib/best", "lib/plain");
     }
     char table[8192];
     size_t len = 0;
     int last_view = -1;
     size_t last_size = 0;
-    double bus = 2.0 * (o.nranks - 1) / o.nranks;
+    double bus = (o.coll == COLL_ALL_REDUCE ? 2.0 : 1.0) * (o.nranks - 1) / o.nranks;
+    size_t unit = o.coll == COLL_ALL_REDUCE ? esize : esize * (size_t)o.nranks; /* size = a multiple of it */
     for (double fb = (double)o.min_bytes; fb <= (double)o.max_bytes + 0.5; fb *= o.factor) {
-        size_t count = (size_t)fb / esize;
-        if (count == 0) continue;
-        size_t size = count * esize;
+        size_t size = (size_t)fb / unit * unit;
+        if (size == 0) continue;
+        /* in place, as nccl-tests counts size: all_reduce's buffer, all_gather's output (its
+         * input this rank's block of it), reduce_scatter's input (its output this rank's block) */
+        size_t count = size / unit, block = count * esize * ctx->red.count_multiplier;
+        char *send = mem, *recv = mem;
+        if (o.coll == COLL_ALL_GATHER) send += (size_t)o.rank * block;
+        if (o.coll == COLL_REDUCE_SCATTER) recv += (size_t)o.rank * block;
         double t[4] = {1e30, 1e30, 1e30, 1e30}; /* library, plain, buffer, window */
         /* small sizes are a few microseconds each: enough calls per timing to see past jitter */
         int iters = o.iters;
         if (size < (64u << 20) && (size_t)iters < (16u << 20) / size) iters = (int)((16u << 20) / size);
         if (iters > 1000 && iters > o.iters) iters = 1000;
         for (int w = 0; w < o.warmup; w++) {
-            one(ctx, 0, mem, mem, count);
-            for (int m = 0; m < 3; m++) timed_on(ctx, raw[m].comm, mem, count, 1);
+            one(ctx, 0, send, recv, count);
+            for (int m = 0; m < 3; m++) timed_on(ctx, raw[m].comm, send, recv, count, 1);
         }
         for (int r = 0; r < o.reps; r++) {
             for (int k = 0; k < 4; k++) { /* each run starts with another of the four */
                 int v = (k + r) % 4;
-                double x = timed_on(ctx, v == 0 ? NULL : raw[v - 1].comm, mem, count, iters);
+                double x = timed_on(ctx, v == 0 ? NULL : raw[v - 1].comm, send, recv, count, iters);
                 if (x < t[v]) t[v] = x;
             }
         }
@@ -552,17 +584,19 @@ static void memory_modes(const ctx_t *ctx) {
             fflush(stdout);
         }
         if (best - 1 != last_view && last_view >= 0)
-            len += (size_t)snprintf(table + len, sizeof table - len, "all_reduce %s %zu %s\n", dname, last_size,
-                                    names[last_view]);
+            len += (size_t)snprintf(table + len, sizeof table - len, "%s %s %zu %s\n", k_coll_names[o.coll], dname,
+                                    last_size, names[last_view]);
         last_view = best - 1;
         last_size = size;
     }
     if (last_view >= 0)
-        len += (size_t)snprintf(table + len, sizeof table - len, "all_reduce %s max %s\n", dname, names[last_view]);
+        len += (size_t)snprintf(table + len, sizeof table - len, "%s %s max %s\n", k_coll_names[o.coll], dname,
+                                names[last_view]);
     if (o.tune_file != NULL && o.rank == 0) {
         FILE *f = fopen(o.tune_file, "a");
         if (f == NULL) DIE("cannot write %s", o.tune_file);
-        fprintf(f, "# hidet-nccl-bench -t: %d ranks, %s sum, fastest raw mode per size\n%s", o.nranks, dname, table);
+        fprintf(f, "# hidet-nccl-bench -t: %d ranks, %s %s, fastest raw mode per size\n%s", o.nranks,
+                k_coll_names[o.coll], dname, table);
         fclose(f);
         printf("# tuning table appended to %s:\n%s", o.tune_file, table);
     }

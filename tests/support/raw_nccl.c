@@ -32,10 +32,10 @@ int hn_raw_nccl(hn_raw_nccl_t *out, char *why, size_t why_bytes) {
     void *h = loaded_handle();
     static const char *const names[] = {"ncclGetVersion",        "ncclGetUniqueId", "ncclCommInitRank",
                                         "ncclCommDestroy",       "ncclCommGetAsyncError", "ncclAllReduce",
-                                        "ncclGetErrorString"};
+                                        "ncclGetErrorString", "ncclAllGather", "ncclReduceScatter"};
     void **slots[] = {(void **)&out->GetVersion,        (void **)&out->GetUniqueId, (void **)&out->CommInitRank,
                       (void **)&out->CommDestroy,       (void **)&out->CommGetAsyncError, (void **)&out->AllReduce,
-                      (void **)&out->GetErrorString};
+                      (void **)&out->GetErrorString, (void **)&out->AllGather, (void **)&out->ReduceScatter};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         *slots[i] = dlsym(h, names[i]);
         if (*slots[i] == NULL) {
@@ -43,6 +43,7 @@ int hn_raw_nccl(hn_raw_nccl_t *out, char *why, size_t why_bytes) {
             return -1;
         }
     }
+    *(void **)&out->CommInitRankConfig = dlsym(h, "ncclCommInitRankConfig");
     int mine = 0, theirs = 0;
     hidet_nccl_nccl_version(&theirs);
     out->GetVersion(&mine);

@@ -18,6 +18,12 @@ typedef struct {
     ncclResult_t (*AllReduce)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
     const char *(*GetErrorString)(ncclResult_t result);
+    ncclResult_t (*AllGather)(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
+                              ncclComm_t comm, cudaStream_t stream);
+    ncclResult_t (*ReduceScatter)(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+    /* NULL before NCCL 2.14 */
+    ncclResult_t (*CommInitRankConfig)(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t *config);
 } hn_raw_nccl_t;
 
 /* Loads NCCL through the library (hidet_nccl_load), then resolves the functions above in that
