@@ -2,6 +2,8 @@
 """Plots busbw against size, library and raw NCCL, from hidet-nccl-bench output, as SVG.
 
     tools/plot_bench.py docs/data/bench_2xh200_mpi.txt docs/busbw_2xh200.svg
+    tools/plot_bench.py --modes docs/data/buffers_2xh200.txt docs/buffers_2xh200.svg   (-m output: the library
+        on its memory against raw plain, registered and window; the first table of the file)
 
 Standard library only (no matplotlib), so it runs wherever python3 does.
 """
@@ -20,7 +22,30 @@ def read(path):
     return rows
 
 
-def svg(rows, title):
+def read_modes(path):
+    """The first table of hidet-nccl-bench -m output: (size, library, plain, buffer, window) busbw,
+    from 128 B (smaller sizes are printed in microseconds)."""
+    rows, started = [], False
+    for line in open(path):
+        if "|" not in line or line.startswith("#"):
+            if started and line.startswith("#"):
+                break
+            continue
+        head, vals = line.split("|")[0].split(), line.split("|")[1].split()
+        started = True
+        if int(head[0]) > 64:
+            rows.append((int(head[0]),) + tuple(float(v) for v in vals))
+    return rows
+
+
+TABLE_SERIES = [(1, "#1f77b4", "hidet-nccl, out of place", ""), (2, "#2ca02c", "hidet-nccl, in place", ""),
+                (3, "#d62728", "raw ncclAllReduce, out of place", "6,4"),
+                (4, "#ff7f0e", "raw ncclAllReduce, in place", "2,3")]
+MODES_SERIES = [(1, "#1f77b4", "hidet-nccl on its memory (AUTO)", ""), (2, "#d62728", "raw, plain", "6,4"),
+                (3, "#ff7f0e", "raw, registered buffer", "2,3"), (4, "#2ca02c", "raw, symmetric window", "8,3,2,3")]
+
+
+def svg(rows, title, series):
     w, h, left, right, top, bottom = 760, 440, 70, 20, 40, 60
     xs = [math.log2(r[0]) for r in rows]
     ymax = max(max(r[1:]) for r in rows) * 1.1
@@ -48,8 +73,6 @@ def svg(rows, title):
             out.append(f'<text x="{px(x):.1f}" y="{h - bottom + 16}" text-anchor="middle">{label}B</text>')
     out.append(f'<text x="{w / 2}" y="{h - 18}" text-anchor="middle">message size (bytes, log scale)</text>')
     out.append(f'<text x="18" y="{h / 2}" text-anchor="middle" transform="rotate(-90 18 {h / 2})">busbw (GB/s)</text>')
-    series = [(1, "#1f77b4", "hidet-nccl, out of place", ""), (2, "#2ca02c", "hidet-nccl, in place", ""),
-              (3, "#d62728", "raw ncclAllReduce, out of place", "6,4"), (4, "#ff7f0e", "raw ncclAllReduce, in place", "2,3")]
     for k, (col, color, name, dash) in enumerate(series):
         pts = " ".join(f"{px(x):.1f},{py(r[col]):.1f}" for r, x in zip(rows, xs))
         out.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>')
@@ -61,13 +84,17 @@ def svg(rows, title):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    modes = args[:1] == ["--modes"]
+    if modes:
+        args = args[1:]
+    if len(args) != 2:
         sys.exit(__doc__)
-    rows = read(sys.argv[1])
+    rows = read_modes(args[0]) if modes else read(args[0])
     if not rows:
-        sys.exit(f"no rows in {sys.argv[1]}")
-    title = "all_reduce float32 sum, 2 x H200 (NVLink), NCCL 2.28.9"
-    open(sys.argv[2], "w").write(svg(rows, title))
+        sys.exit(f"no rows in {args[0]}")
+    title = "all_reduce float32 sum, 2 x H200 (NVLink), NCCL 2.28.9" + (", in place, 3 modes" if modes else "")
+    open(args[1], "w").write(svg(rows, title, MODES_SERIES if modes else TABLE_SERIES))
 
 
 if __name__ == "__main__":
