@@ -25,22 +25,32 @@ static const char *const k_views[HN_NUM_VIEWS] = {"plain", "buffer", "window"};
 
 const char *hidet_nccl__view_name(hn_view_t v) { return (unsigned)v < HN_NUM_VIEWS ? k_views[v] : "?"; }
 
-/* From `hidet-nccl-bench -m -t` on 2 x H200 (NVLink, NCCL 2.28.9, 2026-12-01), smoothed where
- * the modes were within noise (docs/buffers.md): windows win at latency sizes and from 2 MiB
- * (to 32 MiB for float32, 4 MiB for other types); plain (NCCL's own buffers) elsewhere.
- * all_gather and reduce_scatter were not measured: plain. */
+/* From `hidet-nccl-bench -m` on 2 x H200 (NVLink, NCCL 2.28.9, 2026-12-01; docs/buffers.md),
+ * smoothed where the modes were within run-to-run noise: windows at small sizes and from 2 MiB
+ * (all_reduce to 32 MiB for float32, 4 MiB otherwise; all_gather to 128 MiB, then registered
+ * buffers); plain (NCCL's own buffers) elsewhere. */
 static const char k_default[] =
     "# hidet-nccl tuning table 1 (built in)\n"
-    "all_reduce * 32768 window\n"
+    "all_reduce * 262144 window\n"
     "all_reduce * 1048576 plain\n"
     "all_reduce * 4194304 window\n"
     "all_reduce * max plain\n"
-    "all_reduce float32 32768 window\n"
+    "all_reduce float32 262144 window\n"
     "all_reduce float32 1048576 plain\n"
     "all_reduce float32 33554432 window\n"
     "all_reduce float32 max plain\n"
-    "all_gather * max plain\n"
-    "reduce_scatter * max plain\n";
+    "all_gather * 8192 window\n"
+    "all_gather * 1048576 plain\n"
+    "all_gather * 134217728 window\n"
+    "all_gather * max buffer\n"
+    "reduce_scatter * 262144 window\n"
+    "reduce_scatter * 1048576 plain\n"
+    "reduce_scatter * 2097152 window\n"
+    "reduce_scatter * max plain\n"
+    "reduce_scatter float32 524288 window\n"
+    "reduce_scatter float32 1048576 plain\n"
+    "reduce_scatter float32 33554432 window\n"
+    "reduce_scatter float32 max plain\n";
 
 const char *hidet_nccl__tune_default_text(void) { return k_default; }
 

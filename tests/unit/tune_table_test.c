@@ -17,11 +17,12 @@ static void test_builtin_and_picks(void) {
     CU_ASSERT_EQUAL_FATAL(parse(text, &t, why), 0);
     /* float32 has its own rows; every other dtype the "*" rows */
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_REDUCE, HIDET_NCCL_FLOAT32, 8), HN_VIEW_WINDOW);
-    CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_REDUCE, HIDET_NCCL_FLOAT32, 32769), HN_VIEW_PLAIN);
+    CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_REDUCE, HIDET_NCCL_FLOAT32, 262145), HN_VIEW_PLAIN);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_REDUCE, HIDET_NCCL_FLOAT32, 16u << 20), HN_VIEW_WINDOW);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_REDUCE, HIDET_NCCL_BFLOAT16, 16u << 20), HN_VIEW_PLAIN);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_REDUCE, HIDET_NCCL_BFLOAT16, 2u << 20), HN_VIEW_WINDOW);
-    CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_GATHER, HIDET_NCCL_UINT8, 2u << 20), HN_VIEW_PLAIN);
+    CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_GATHER, HIDET_NCCL_UINT8, 2u << 20), HN_VIEW_WINDOW);
+    CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_GATHER, HIDET_NCCL_UINT8, 1u << 30), HN_VIEW_BUFFER);
     /* equal texts, equal crc (what the ranks compare); another text, another crc */
     hn_tune_t u;
     CU_ASSERT_EQUAL_FATAL(parse(text, &u, why), 0);
