@@ -41,8 +41,16 @@ static hidet_nccl_status_t window(const hn_nccl_t *n, ncclComm_t comm, int comm_
     char what[160];
     snprintf(what, sizeof what, "%s of [%p, +%zu bytes) on communicator id %d (every rank must call)",
              deregister ? "ncclCommWindowDeregister" : "ncclCommWindowRegister", ptr, bytes, comm_id);
-    HN_CHECK(hidet_nccl__blocking_call(&(hn_blocking_call_t){run_window, NULL}, &job, sizeof job, device, timeout,
-                                       what, &r));
+    hidet_nccl_status_t st = hidet_nccl__blocking_call(&(hn_blocking_call_t){run_window, NULL}, &job, sizeof job,
+                                                       device, timeout, what, &r);
+    if (st == HIDET_NCCL_ERROR_TIMEOUT) { /* a helper is inside NCCL on that communicator: nobody else may be */
+        ncclComm_t dropped;
+        int owned;
+        if (hidet_nccl__registry_kill(comm_id, "left inside an NCCL window registration that passed its deadline",
+                                      &dropped, &owned, NULL) == HIDET_NCCL_SUCCESS)
+            hidet_nccl__append_error("communicator id %d is dead: it is still inside that call", comm_id);
+    }
+    HN_CHECK(st);
     if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, what, r, comm);
     *win = job.win;
     return HIDET_NCCL_SUCCESS;
