@@ -151,14 +151,17 @@ int main(void) {
     }
     /* memory in use: refused, nothing lost; then released once the stream is done */
     CU(cudaStreamSynchronize(s));
+    /* out of place: on one rank an in-place all_reduce is nothing to do */
+    char *half = (char *)mem + (128u << 20);
     for (int k = 0; k < 4; k++)
-        HN(hidet_nccl_all_reduce(id, mem, mem, (256u << 20) / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
+        HN(hidet_nccl_all_reduce(id, mem, half, (128u << 20) / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
     expect(hidet_nccl_deregister(id, h), HIDET_NCCL_ERROR_INVALID_USAGE, "still in use", "deregister while in use");
     expect(hidet_nccl_mem_free(mem), HIDET_NCCL_ERROR_INVALID_USAGE, "deregister it first", "free while registered");
     CU(cudaStreamSynchronize(s));
     HN(hidet_nccl_deregister(id, h));
     expect(hidet_nccl_deregister(id, h), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "deregistered already", "deregister twice");
-    HN(hidet_nccl_all_reduce(id, mem, mem, (256u << 20) / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
+    for (int k = 0; k < 4; k++)
+        HN(hidet_nccl_all_reduce(id, mem, half, (128u << 20) / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
     expect(hidet_nccl_mem_free(mem), HIDET_NCCL_ERROR_INVALID_USAGE, "still in use", "free while in use");
     CU(cudaStreamSynchronize(s));
     HN(hidet_nccl_mem_free(mem));
