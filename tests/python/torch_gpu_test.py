@@ -106,6 +106,35 @@ with comm.premul_sum("float32", 0.5) as half:
     t = values(torch.float32, rank, count) * 2
     comm.all_reduce(t, op=half)
     check(torch.equal(t, sum(values(torch.float32, r, count) for r in range(n))), "scaled sum")
+
+
+# The other array paths on a GPU: an object with only __dlpack__ (every dtype DLPack names,
+# bfloat16 included), and one with only __cuda_array_interface__ (which has no bfloat16).
+class OnlyDLPack:
+    def __init__(self, t):
+        self.t = t
+
+    def __dlpack__(self, stream=None):
+        return self.t.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+class OnlyCAI:
+    def __init__(self, t):
+        self.t = t
+        self.__cuda_array_interface__ = t.__cuda_array_interface__
+
+
+for dtype, wrap in ((torch.float32, OnlyDLPack), (torch.bfloat16, OnlyDLPack), (torch.int64, OnlyDLPack),
+                    (torch.float32, OnlyCAI), (torch.float16, OnlyCAI)):
+    t = values(dtype, rank, count)
+    torch.cuda.synchronize()  # the wrappers name no stream: the default one
+    comm.all_reduce(wrap(t))
+    torch.cuda.synchronize()
+    expect = sum(values(dtype, r, count).to(torch.float64) for r in range(n))
+    check(torch.equal(t.to(torch.float64), expect), "all_reduce %s through %s" % (dtype, wrap.__name__))
 comm.barrier()
 torch.cuda.synchronize()
 
