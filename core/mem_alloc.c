@@ -47,8 +47,7 @@ hidet_nccl_status_t hidet_nccl_mem_alloc(int comm_id, size_t bytes, void **ptr) 
     hidet_nccl__mem_unlock();
     if (a == NULL) n->MemFree(p);
     put_back(old, device);
-    if (a == NULL)
-        return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of host memory for the table of library memory");
+    if (a == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of host memory for the table of library memory");
     HN_TRACE("mem_alloc: %zu bytes at %p on GPU %d", bytes, p, device);
     *ptr = p;
     return HIDET_NCCL_SUCCESS;

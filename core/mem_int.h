@@ -37,7 +37,7 @@ typedef struct {
 /* The siblings of a communicator with AUTO registrations: a view per way NCCL runs. */
 typedef struct {
     int comm_id;
-    int ids[HN_NUM_VIEWS];            /* [HN_VIEW_PLAIN] is comm_id itself */
+    int ids[HN_NUM_VIEWS]; /* [HN_VIEW_PLAIN] is comm_id itself */
     ncclComm_t comms[HN_NUM_VIEWS];
     const hn_tune_t *tune;
 } hn_views_t;
@@ -51,9 +51,8 @@ hidet_nccl_status_t hidet_nccl__mem_route_slow(hn_coll_t *c, int coll, hidet_ncc
  * (else an error naming both), and they remember the stream; with AUTO registrations on the
  * communicator, c->comm becomes the view the tuning table picks for coll (an hn_tuned_t;
  * -1: none), dtype and bytes. */
-static inline hidet_nccl_status_t hidet_nccl__mem_route(hn_coll_t *c, int coll, hidet_nccl_dtype_t dtype,
-                                                        size_t bytes, const void *a, size_t a_bytes, const void *b,
-                                                        size_t b_bytes) {
+static inline hidet_nccl_status_t hidet_nccl__mem_route(hn_coll_t *c, int coll, hidet_nccl_dtype_t dtype, size_t bytes,
+                                                        const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
     if (atomic_load_explicit(&hidet_nccl__mem_live, memory_order_relaxed) == 0) return HIDET_NCCL_SUCCESS;
     return hidet_nccl__mem_route_slow(c, coll, dtype, bytes, a, a_bytes, b, b_bytes);
 }

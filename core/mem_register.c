@@ -41,8 +41,8 @@ static hidet_nccl_status_t window(const hn_nccl_t *n, ncclComm_t comm, int comm_
     char what[160];
     snprintf(what, sizeof what, "%s of [%p, +%zu bytes) on communicator id %d (every rank must call)",
              deregister ? "ncclCommWindowDeregister" : "ncclCommWindowRegister", ptr, bytes, comm_id);
-    hidet_nccl_status_t st = hidet_nccl__blocking_call(&(hn_blocking_call_t){run_window, NULL}, &job, sizeof job,
-                                                       device, timeout, what, &r);
+    hidet_nccl_status_t st =
+        hidet_nccl__blocking_call(&(hn_blocking_call_t){run_window, NULL}, &job, sizeof job, device, timeout, what, &r);
     if (st == HIDET_NCCL_ERROR_TIMEOUT) { /* a helper is inside NCCL on that communicator: nobody else may be */
         ncclComm_t dropped;
         int owned;
@@ -140,7 +140,8 @@ static hidet_nccl_status_t check_range(int comm_id, char *p, size_t bytes, int f
         st = HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                      "%p is not memory from hidet_nccl_mem_alloc; a window (flags %s) needs it (cuMem-backed, the "
                      "same on every rank)",
-                     (void *)p, flags == HIDET_NCCL_REGISTER_AUTO ? "HIDET_NCCL_REGISTER_AUTO" : "HIDET_NCCL_REGISTER_WINDOW");
+                     (void *)p,
+                     flags == HIDET_NCCL_REGISTER_AUTO ? "HIDET_NCCL_REGISTER_AUTO" : "HIDET_NCCL_REGISTER_WINDOW");
     else if (flags != HIDET_NCCL_REGISTER_BUFFER && (uintptr_t)p % NCCL_WIN_REQUIRED_ALIGNMENT != 0)
         st = HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%p is not %d-byte aligned, as an NCCL window must be",
                      (void *)p, NCCL_WIN_REQUIRED_ALIGNMENT);
@@ -209,7 +210,9 @@ hidet_nccl_status_t hidet_nccl_register(int comm_id, void *ptr, size_t bytes, in
         return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of host memory for the table of registrations");
     }
     HN_INFO("registration %d: [%p, +%zu bytes) on communicator id %d as %s in %.2f ms", reg.handle, ptr, bytes, comm_id,
-            flags == HIDET_NCCL_REGISTER_AUTO ? "buffer and window" : flags == HIDET_NCCL_REGISTER_BUFFER ? "buffer" : "window",
+            flags == HIDET_NCCL_REGISTER_AUTO     ? "buffer and window"
+            : flags == HIDET_NCCL_REGISTER_BUFFER ? "buffer"
+                                                  : "window",
             (hidet_nccl__now() - start) * 1e3);
     *handle = reg.handle;
     return HIDET_NCCL_SUCCESS;

@@ -210,7 +210,8 @@ static void drop(int comm_id, int abandon) {
         if (!found) break;
         for (int k = HN_VIEW_PLAIN + 1; k < HN_NUM_VIEWS; k++) {
             if (v.ids[k] < 0 || v.ids[k] == v.comm_id) continue;
-            if (abandon) abort_id(v.ids[k]);
+            if (abandon)
+                abort_id(v.ids[k]);
             else if (hidet_nccl__destroy_id(v.ids[k]) != HIDET_NCCL_SUCCESS)
                 HN_WARN("sibling %d of communicator id %d: %s", v.ids[k], v.comm_id, hidet_nccl__error_detail());
         }

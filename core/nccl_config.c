@@ -40,8 +40,8 @@ hidet_nccl_status_t hidet_nccl__knobs_from(const hn_nccl_t *n, const hidet_nccl_
             return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                            "options->comm_name is %s; it takes 1 to %zu bytes (or NULL)", len ? "too long" : "empty",
                            sizeof k->comm_name - 1);
-        HN_CHECK(hidet_nccl__needs(n, (const void *)n->CommInitRankConfig, 22400, "options->comm_name",
-                                   "ncclConfig_t"));
+        HN_CHECK(
+            hidet_nccl__needs(n, (const void *)n->CommInitRankConfig, 22400, "options->comm_name", "ncclConfig_t"));
         memcpy(k->comm_name, opt->comm_name, len + 1);
         k->has_name = 1;
     }

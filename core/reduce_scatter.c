@@ -21,8 +21,8 @@ hidet_nccl_status_t hidet_nccl_reduce_scatter(int comm_id, const void *sendbuff,
     HN_CHECK(hidet_nccl__mem_route(&c, hidet_nccl__is_custom_op(op) ? -1 : HN_TUNED_REDUCE_SCATTER, dtype,
                                    bytes * (size_t)c.nranks, sendbuff, bytes * (size_t)c.nranks, recvbuff, bytes));
     int done;
-    hidet_nccl_status_t one = hidet_nccl__one_rank_reduce(&c, op, &red, sendbuff, recvbuff, recvcount, dtype, nccl_count,
-                                                          stream, &done);
+    hidet_nccl_status_t one =
+        hidet_nccl__one_rank_reduce(&c, op, &red, sendbuff, recvbuff, recvcount, dtype, nccl_count, stream, &done);
     if (done) return one;
     ncclResult_t r = c.n->ReduceScatter(sendbuff, recvbuff, nccl_count, red.nccl_dtype, red.nccl_op, c.comm, stream);
     return hidet_nccl__coll_end(&c, r, "ncclReduceScatter", recvcount, dtype, NULL, 0);

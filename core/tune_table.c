@@ -29,28 +29,27 @@ const char *hidet_nccl__view_name(hn_view_t v) { return (unsigned)v < HN_NUM_VIE
  * smoothed where the modes were within run-to-run noise: windows at small sizes and from 2 MiB
  * (all_reduce to 32 MiB for float32, 4 MiB otherwise; all_gather to 128 MiB, then registered
  * buffers); plain (NCCL's own buffers) elsewhere. */
-static const char k_default[] =
-    "# hidet-nccl tuning table 1 (built in)\n"
-    "all_reduce * 262144 window\n"
-    "all_reduce * 1048576 plain\n"
-    "all_reduce * 4194304 window\n"
-    "all_reduce * max plain\n"
-    "all_reduce float32 262144 window\n"
-    "all_reduce float32 1048576 plain\n"
-    "all_reduce float32 33554432 window\n"
-    "all_reduce float32 max plain\n"
-    "all_gather * 8192 window\n"
-    "all_gather * 1048576 plain\n"
-    "all_gather * 134217728 window\n"
-    "all_gather * max buffer\n"
-    "reduce_scatter * 262144 window\n"
-    "reduce_scatter * 1048576 plain\n"
-    "reduce_scatter * 2097152 window\n"
-    "reduce_scatter * max plain\n"
-    "reduce_scatter float32 524288 window\n"
-    "reduce_scatter float32 1048576 plain\n"
-    "reduce_scatter float32 33554432 window\n"
-    "reduce_scatter float32 max plain\n";
+static const char k_default[] = "# hidet-nccl tuning table 1 (built in)\n"
+                                "all_reduce * 262144 window\n"
+                                "all_reduce * 1048576 plain\n"
+                                "all_reduce * 4194304 window\n"
+                                "all_reduce * max plain\n"
+                                "all_reduce float32 262144 window\n"
+                                "all_reduce float32 1048576 plain\n"
+                                "all_reduce float32 33554432 window\n"
+                                "all_reduce float32 max plain\n"
+                                "all_gather * 8192 window\n"
+                                "all_gather * 1048576 plain\n"
+                                "all_gather * 134217728 window\n"
+                                "all_gather * max buffer\n"
+                                "reduce_scatter * 262144 window\n"
+                                "reduce_scatter * 1048576 plain\n"
+                                "reduce_scatter * 2097152 window\n"
+                                "reduce_scatter * max plain\n"
+                                "reduce_scatter float32 524288 window\n"
+                                "reduce_scatter float32 1048576 plain\n"
+                                "reduce_scatter float32 33554432 window\n"
+                                "reduce_scatter float32 max plain\n";
 
 const char *hidet_nccl__tune_default_text(void) { return k_default; }
 
@@ -79,9 +78,11 @@ static int dtype_index(const char *word) {
 
 /* Appends a range to a cell; sizes must ascend. */
 static int add_range(hn_tune_cell_t *c, size_t upto, int view, int line, char *why, size_t why_len) {
-    if (c->n == HN_TUNE_RANGES) return fail(why, why_len, line, "more than %s ranges for one collective and dtype", "16");
+    if (c->n == HN_TUNE_RANGES)
+        return fail(why, why_len, line, "more than %s ranges for one collective and dtype", "16");
     if (c->n > 0 && upto <= c->upto[c->n - 1])
-        return fail(why, why_len, line, "the size is not above the previous line's for this collective and dtype%s", "");
+        return fail(why, why_len, line, "the size is not above the previous line's for this collective and dtype%s",
+                    "");
     c->upto[c->n] = upto;
     c->view[c->n] = (unsigned char)view;
     c->n++;

@@ -15,8 +15,8 @@ typedef enum { HN_TUNED_ALL_REDUCE, HN_TUNED_ALL_GATHER, HN_TUNED_REDUCE_SCATTER
 #define HN_TUNE_LINES 1024 /* lines a file may have */
 
 typedef struct {
-    int n;                        /* ranges; 0: always plain */
-    size_t upto[HN_TUNE_RANGES];  /* ascending; a size up to upto[i] bytes takes view[i] */
+    int n;                       /* ranges; 0: always plain */
+    size_t upto[HN_TUNE_RANGES]; /* ascending; a size up to upto[i] bytes takes view[i] */
     unsigned char view[HN_TUNE_RANGES];
 } hn_tune_cell_t;
 

@@ -125,10 +125,11 @@ typedef struct {
 static void one(const ctx_t *c, int raw, const void *send, void *recv, size_t count) {
     if (raw) {
         size_t n = count * c->red.count_multiplier;
-        ncclResult_t r = o.coll == COLL_ALL_GATHER ? c->nccl->AllGather(send, recv, n, c->red.nccl_dtype, c->comm, c->stream)
-                         : o.coll == COLL_REDUCE_SCATTER
-                             ? c->nccl->ReduceScatter(send, recv, n, c->red.nccl_dtype, c->red.nccl_op, c->comm, c->stream)
-                             : c->nccl->AllReduce(send, recv, n, c->red.nccl_dtype, c->red.nccl_op, c->comm, c->stream);
+        ncclResult_t r =
+            o.coll == COLL_ALL_GATHER ? c->nccl->AllGather(send, recv, n, c->red.nccl_dtype, c->comm, c->stream)
+            : o.coll == COLL_REDUCE_SCATTER
+                ? c->nccl->ReduceScatter(send, recv, n, c->red.nccl_dtype, c->red.nccl_op, c->comm, c->stream)
+                : c->nccl->AllReduce(send, recv, n, c->red.nccl_dtype, c->red.nccl_op, c->comm, c->stream);
         while (r == ncclInProgress) { /* a non-blocking communicator still enqueuing: wait, as NCCL asks */
             ncclResult_t async = ncclSuccess;
             c->nccl->CommGetAsyncError(c->comm, &async);
@@ -538,9 +539,10 @@ static void memory_modes(const ctx_t *ctx) {
                bytes, t_auto * 1e3);
         printf("# at least %d iterations per timing (up to 1000 below 64 MiB), fastest of %d alternating runs, in "
                "place; busbw GB/s (up to 64 B: us per call); best: the fastest raw mode (a registered one only if "
-               "5%% faster than plain)\n", o.iters, o.reps);
-        printf("# %s\n#%11s %9s | %9s %9s %9s %9s | %7s %7s %7s\n", k_coll_names[o.coll], "size", "type", "library", "raw plain", "raw buffer",
-               "raw window", "best", "lib/best", "lib/plain");
+               "5%% faster than plain)\n",
+               o.iters, o.reps);
+        printf("# %s\n#%11s %9s | %9s %9s %9s %9s | %7s %7s %7s\n", k_coll_names[o.coll], "size", "type", "library",
+               "raw plain", "raw buffer", "raw window", "best", "lib/best", "lib/plain");
     }
     char table[8192];
     size_t len = 0;

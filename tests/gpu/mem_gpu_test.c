@@ -17,21 +17,21 @@
 
 static int g_rank, g_n, g_checks, g_wrong;
 
-#define HN(call)                                                                                      \
-    do {                                                                                              \
-        hidet_nccl_status_t st_ = (call);                                                             \
-        if (st_ != HIDET_NCCL_SUCCESS) {                                                              \
-            fprintf(stderr, "rank %d: %s failed: %s\n", g_rank, #call, hidet_nccl_last_error());      \
-            exit(1);                                                                                  \
-        }                                                                                             \
+#define HN(call)                                                                                                       \
+    do {                                                                                                               \
+        hidet_nccl_status_t st_ = (call);                                                                              \
+        if (st_ != HIDET_NCCL_SUCCESS) {                                                                               \
+            fprintf(stderr, "rank %d: %s failed: %s\n", g_rank, #call, hidet_nccl_last_error());                       \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
     } while (0)
-#define CU(call)                                                                                      \
-    do {                                                                                              \
-        cudaError_t e_ = (call);                                                                      \
-        if (e_ != cudaSuccess) {                                                                      \
-            fprintf(stderr, "rank %d: %s: %s\n", g_rank, #call, cudaGetErrorString(e_));              \
-            exit(1);                                                                                  \
-        }                                                                                             \
+#define CU(call)                                                                                                       \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) {                                                                                       \
+            fprintf(stderr, "rank %d: %s: %s\n", g_rank, #call, cudaGetErrorString(e_));                               \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 static void check(int ok, const char *what, size_t count) {
@@ -60,8 +60,10 @@ static void all_reduce_exact(int id, void *p, size_t count, hidet_nccl_dtype_t d
     size_t es = dtype == HIDET_NCCL_FLOAT32 ? 4 : 2;
     for (size_t i = 0; i < count; i++) {
         float v = (float)(g_rank + 1 + (int)(i % 3));
-        if (es == 4) memcpy((char *)host + i * 4, &v, 4);
-        else ((uint16_t *)host)[i] = bf16(v);
+        if (es == 4)
+            memcpy((char *)host + i * 4, &v, 4);
+        else
+            ((uint16_t *)host)[i] = bf16(v);
     }
     CU(cudaMemcpyAsync(p, host, count * es, cudaMemcpyHostToDevice, s));
     HN(hidet_nccl_all_reduce(id, p, p, count, dtype, HIDET_NCCL_SUM, s));
@@ -70,10 +72,14 @@ static void all_reduce_exact(int id, void *p, size_t count, hidet_nccl_dtype_t d
     int ok = 1;
     for (size_t i = 0; i < count && ok; i++) {
         float want = (float)(g_n * (g_n + 1) / 2 + g_n * (int)(i % 3));
-        if (es == 4) ok = memcmp((char *)host + i * 4, &want, 4) == 0;
-        else ok = ((uint16_t *)host)[i] == bf16(want);
+        if (es == 4)
+            ok = memcmp((char *)host + i * 4, &want, 4) == 0;
+        else
+            ok = ((uint16_t *)host)[i] == bf16(want);
     }
-    check(ok, dtype == HIDET_NCCL_FLOAT32 ? "all_reduce float32 on library memory" : "all_reduce bfloat16 on library memory",
+    check(ok,
+          dtype == HIDET_NCCL_FLOAT32 ? "all_reduce float32 on library memory"
+                                      : "all_reduce bfloat16 on library memory",
           count);
 }
 
@@ -99,7 +105,8 @@ int main(void) {
     CU(cudaStreamSynchronize(s));
     CU(cudaMemGetInfo(&after, &total_mem));
     printf("rank %d: the first AUTO registration (two sibling communicators, connected) took %.1f MiB of device "
-           "memory\n", g_rank, ((double)before - (double)after) / (1 << 20));
+           "memory\n",
+           g_rank, ((double)before - (double)after) / (1 << 20));
 
     /* every view: 8 B .. 64 MiB */
     for (size_t bytes = 8; bytes <= (64u << 20); bytes *= 4) {
@@ -114,17 +121,20 @@ int main(void) {
         CU(cudaMemcpyAsync(host, dst, per * (size_t)g_n, cudaMemcpyDeviceToHost, s));
         CU(cudaStreamSynchronize(s));
         int ok = 1;
-        for (size_t i = 0; i < per * (size_t)g_n && ok; i++) ok = ((unsigned char *)host)[i] == i / per + 1;
+        for (size_t i = 0; i < per * (size_t)g_n && ok; i++)
+            ok = ((unsigned char *)host)[i] == i / per + 1;
         check(ok, "all_gather on library memory", per);
         size_t rc = per / 4;
         float *f = host;
-        for (size_t i = 0; i < rc * (size_t)g_n; i++) f[i] = (float)(g_rank + 1);
+        for (size_t i = 0; i < rc * (size_t)g_n; i++)
+            f[i] = (float)(g_rank + 1);
         CU(cudaMemcpyAsync(src, host, rc * (size_t)g_n * 4, cudaMemcpyHostToDevice, s));
         HN(hidet_nccl_reduce_scatter(id, src, dst, rc, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
         CU(cudaMemcpyAsync(host, dst, rc * 4, cudaMemcpyDeviceToHost, s));
         CU(cudaStreamSynchronize(s));
         ok = 1;
-        for (size_t i = 0; i < rc && ok; i++) ok = f[i] == (float)(g_n * (g_n + 1) / 2);
+        for (size_t i = 0; i < rc && ok; i++)
+            ok = f[i] == (float)(g_n * (g_n + 1) / 2);
         check(ok, "reduce_scatter on library memory", rc);
     }
     /* a CUDA graph of all_reduces of three sizes (one per view of the built-in table) */
@@ -133,18 +143,22 @@ int main(void) {
         cudaGraph_t graph;
         cudaGraphExec_t exec;
         float *f = host;
-        for (size_t i = 0; i < counts[2]; i++) f[i] = 1.0f;
+        for (size_t i = 0; i < counts[2]; i++)
+            f[i] = 1.0f;
         CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-        for (int k = 0; k < 3; k++) HN(hidet_nccl_all_reduce(id, mem, (char *)mem + (64u << 20), counts[k],
-                                                             HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
+        for (int k = 0; k < 3; k++)
+            HN(hidet_nccl_all_reduce(id, mem, (char *)mem + (64u << 20), counts[k], HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM,
+                                     s));
         CU(cudaStreamEndCapture(s, &graph));
         CU(cudaGraphInstantiate(&exec, graph, 0));
         CU(cudaMemcpyAsync(mem, host, counts[2] * 4, cudaMemcpyHostToDevice, s));
-        for (int r = 0; r < 10; r++) CU(cudaGraphLaunch(exec, s));
+        for (int r = 0; r < 10; r++)
+            CU(cudaGraphLaunch(exec, s));
         CU(cudaMemcpyAsync(host, (char *)mem + (64u << 20), counts[2] * 4, cudaMemcpyDeviceToHost, s));
         CU(cudaStreamSynchronize(s));
         int ok = 1;
-        for (size_t i = 0; i < counts[2] && ok; i++) ok = f[i] == (float)g_n;
+        for (size_t i = 0; i < counts[2] && ok; i++)
+            ok = f[i] == (float)g_n;
         check(ok, "graph of all_reduces on library memory, 10 replays", counts[2]);
         cudaGraphExecDestroy(exec);
         cudaGraphDestroy(graph);
@@ -193,7 +207,8 @@ int main(void) {
     }
     double kept = ((double)free0 - (double)free20) / (1 << 20), grew = ((double)free10 - (double)free20) / (1 << 20);
     printf("rank %d: 20 alloc/register/all_reduce/deregister/free cycles of 32 MiB: %.1f MiB of device memory kept, "
-           "%.1f MiB more after cycle 20 than after cycle 10\n", g_rank, kept, grew);
+           "%.1f MiB more after cycle 20 than after cycle 10\n",
+           g_rank, kept, grew);
     check(grew < 2.0 && kept <= 32.0, "device memory kept by 20 cycles", 20);
 
     /* NCCL's knobs through a second communicator from the same launcher environment */

@@ -58,7 +58,8 @@ static void test_alloc_and_free(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(logged("ncclMemAlloc", NULL), 1);
     int local = 0;
-    HN_ASSERT_STATUS(hidet_nccl_mem_free(&local), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "not memory from hidet_nccl_mem_alloc");
+    HN_ASSERT_STATUS(hidet_nccl_mem_free(&local), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "not memory from hidet_nccl_mem_alloc");
     HN_ASSERT_STATUS(hidet_nccl_mem_free((char *)p + 4096), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "4096 bytes into");
     CU_ASSERT_EQUAL(logged("ncclMemFree", NULL), 0); /* nothing freed by a refusal */
     HN_ASSERT_STATUS(hidet_nccl_mem_free(NULL), HIDET_NCCL_SUCCESS, NULL);
@@ -159,14 +160,14 @@ static void test_init_knobs(void) {
     struct {
         const char *field;
         int value, version; /* the version it needs, or 0: out of range */
-    } cases[] = {{"cta_policy", 3, 0},    {"cta_policy", 1, 22700}, {"cta_policy", 2, 22800}, {"min_ctas", 0, 0},
-                 {"max_ctas", 65, 0},     {"max_ctas", 8, 21700},   {"traffic_class", -2, 0}, {"traffic_class", 3, 22400},
-                 {"split_share", 2, 0},   {"split_share", 1, 21800}};
+    } cases[] = {{"cta_policy", 3, 0},  {"cta_policy", 1, 22700}, {"cta_policy", 2, 22800}, {"min_ctas", 0, 0},
+                 {"max_ctas", 65, 0},   {"max_ctas", 8, 21700},   {"traffic_class", -2, 0}, {"traffic_class", 3, 22400},
+                 {"split_share", 2, 0}, {"split_share", 1, 21800}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         hidet_nccl_init_options_t o = HIDET_NCCL_INIT_OPTIONS_INIT;
-        int *f = strcmp(cases[i].field, "cta_policy") == 0   ? &o.cta_policy
-                 : strcmp(cases[i].field, "min_ctas") == 0   ? &o.min_ctas
-                 : strcmp(cases[i].field, "max_ctas") == 0   ? &o.max_ctas
+        int *f = strcmp(cases[i].field, "cta_policy") == 0      ? &o.cta_policy
+                 : strcmp(cases[i].field, "min_ctas") == 0      ? &o.min_ctas
+                 : strcmp(cases[i].field, "max_ctas") == 0      ? &o.max_ctas
                  : strcmp(cases[i].field, "traffic_class") == 0 ? &o.traffic_class
                                                                 : &o.split_share;
         *f = cases[i].value;
@@ -181,9 +182,13 @@ static void test_init_knobs(void) {
         int st = hidet_nccl_comm_init(bs, &o, &id);
         char needle[64];
         snprintf(needle, sizeof needle, "options->%s", cases[i].field);
-        if (cases[i].version == 0) HN_ASSERT_STATUS(st, HIDET_NCCL_ERROR_INVALID_ARGUMENT, needle);
-        else if (!g_new || cases[i].version > 22809) HN_ASSERT_STATUS(st, HIDET_NCCL_ERROR_UNSUPPORTED, needle);
-        else CU_ASSERT(st != HIDET_NCCL_ERROR_INVALID_ARGUMENT && st != HIDET_NCCL_ERROR_UNSUPPORTED); /* on to the GPU */
+        if (cases[i].version == 0)
+            HN_ASSERT_STATUS(st, HIDET_NCCL_ERROR_INVALID_ARGUMENT, needle);
+        else if (!g_new || cases[i].version > 22809)
+            HN_ASSERT_STATUS(st, HIDET_NCCL_ERROR_UNSUPPORTED, needle);
+        else
+            CU_ASSERT(st != HIDET_NCCL_ERROR_INVALID_ARGUMENT &&
+                      st != HIDET_NCCL_ERROR_UNSUPPORTED); /* on to the GPU */
         hidet_nccl_bootstrap_destroy(bs);
     }
     hidet_nccl_init_options_t o = HIDET_NCCL_INIT_OPTIONS_INIT;
@@ -197,14 +202,16 @@ static void test_init_knobs(void) {
     hidet_nccl_bootstrap_h bs = NULL;
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_SUCCESS, NULL);
     int id = -1;
-    HN_ASSERT_STATUS(hidet_nccl_comm_init(bs, &o, &id), g_new ? HIDET_NCCL_ERROR_INVALID_ARGUMENT : HIDET_NCCL_ERROR_UNSUPPORTED,
+    HN_ASSERT_STATUS(hidet_nccl_comm_init(bs, &o, &id),
+                     g_new ? HIDET_NCCL_ERROR_INVALID_ARGUMENT : HIDET_NCCL_ERROR_UNSUPPORTED,
                      g_new ? "above options->max_ctas" : NULL);
     o = (hidet_nccl_init_options_t)HIDET_NCCL_INIT_OPTIONS_INIT;
     char name[200];
     memset(name, 'n', sizeof name - 1);
     name[sizeof name - 1] = '\0';
     o.comm_name = name;
-    HN_ASSERT_STATUS(hidet_nccl_comm_init(bs, &o, &id), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "options->comm_name is too long");
+    HN_ASSERT_STATUS(hidet_nccl_comm_init(bs, &o, &id), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "options->comm_name is too long");
     hidet_nccl_bootstrap_destroy(bs);
     rmdir(dir);
 }

@@ -31,7 +31,8 @@ static void test_builtin_and_picks(void) {
     CU_ASSERT_NOT_EQUAL(t.crc, u.crc);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&u, HN_TUNED_ALL_REDUCE, HIDET_NCCL_INT64, (size_t)-1), HN_VIEW_BUFFER);
     /* past the last range: plain; an empty table: plain */
-    CU_ASSERT_EQUAL_FATAL(parse("# nothing but this\n\nreduce_scatter float64 100 window  # trailing comment", &u, why), 0);
+    CU_ASSERT_EQUAL_FATAL(parse("# nothing but this\n\nreduce_scatter float64 100 window  # trailing comment", &u, why),
+                          0);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&u, HN_TUNED_REDUCE_SCATTER, HIDET_NCCL_FLOAT64, 100), HN_VIEW_WINDOW);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&u, HN_TUNED_REDUCE_SCATTER, HIDET_NCCL_FLOAT64, 101), HN_VIEW_PLAIN);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&u, HN_TUNED_ALL_REDUCE, HIDET_NCCL_FLOAT64, 1), HN_VIEW_PLAIN);
@@ -63,7 +64,8 @@ static void test_refusals(void) {
         }
     }
     char text[8192] = "";
-    for (int i = 1; i <= 17; i++) snprintf(text + strlen(text), sizeof text - strlen(text), "all_reduce * %d plain\n", i);
+    for (int i = 1; i <= 17; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), "all_reduce * %d plain\n", i);
     hn_tune_t t;
     char why[256] = "";
     CU_ASSERT_EQUAL(parse(text, &t, why), -1);
