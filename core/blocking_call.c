@@ -33,8 +33,36 @@ static void free_job(job_t *j) {
     free(j);
 }
 
-static void *helper(void *p) {
-    job_t *j = p;
+/* One helper is kept after its call, up to KEEP_S seconds, and takes the next call: NCCL's init
+ * on a thread that has made one before is a few percent faster than on a new thread
+ * (docs/benchmarks.md), and a process that makes several communicators makes one thread. */
+#define KEEP_S 30
+static pthread_mutex_t g_pool = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_pool_cond; /* on CLOCK_MONOTONIC */
+static pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
+static int g_waiting;   /* a kept helper waits for a call */
+static job_t *g_handed; /* the call handed to it */
+
+/* A fork's child has no helper: the parent's kept one stays in the parent. */
+static void pool_prepare(void) { pthread_mutex_lock(&g_pool); }
+static void pool_parent(void) { pthread_mutex_unlock(&g_pool); }
+static void pool_child(void) {
+    g_waiting = 0;
+    g_handed = NULL;
+    pthread_mutex_unlock(&g_pool);
+}
+
+static void pool_init(void) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g_pool_cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_atfork(pool_prepare, pool_parent, pool_child);
+}
+
+/* Runs one call; afterwards the job belongs to the caller, unless the caller gave up. */
+static void run(job_t *j) {
     ncclResult_t r = ncclSystemError;
     cudaError_t ce = j->device >= 0 ? cudaSetDevice(j->device) : cudaSuccess; /* per thread; NCCL uses it */
     if (ce == cudaSuccess) r = j->call.run(j->arg);
@@ -50,7 +78,59 @@ static void *helper(void *p) {
         atomic_fetch_sub(&g_abandoned, 1);
         free_job(j);
     }
+}
+
+/* The next call for this helper as the kept one, or NULL (one is kept already, or none came
+ * within KEEP_S): the thread ends. */
+static job_t *next_call(void) {
+    pthread_mutex_lock(&g_pool);
+    if (g_waiting) {
+        pthread_mutex_unlock(&g_pool);
+        return NULL;
+    }
+    g_waiting = 1;
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += KEEP_S;
+    while (g_handed == NULL && pthread_cond_timedwait(&g_pool_cond, &g_pool, &deadline) != ETIMEDOUT) continue;
+    job_t *j = g_handed;
+    g_handed = NULL;
+    g_waiting = 0;
+    pthread_mutex_unlock(&g_pool);
+    return j;
+}
+
+static void *helper(void *p) {
+    for (job_t *j = p; j != NULL; j = next_call()) run(j);
     return NULL;
+}
+
+/* 1 when the kept helper took the call. */
+static int hand_over(job_t *j) {
+    pthread_once(&g_pool_once, pool_init);
+    pthread_mutex_lock(&g_pool);
+    int taken = g_waiting && g_handed == NULL;
+    if (taken) {
+        g_handed = j;
+        pthread_cond_signal(&g_pool_cond);
+    }
+    pthread_mutex_unlock(&g_pool);
+    return taken;
+}
+
+/* A new detached helper for j, with every signal blocked; pthread_create's result. */
+static int start_helper(job_t *j) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t thread;
+    int rc = pthread_create(&thread, &attr, helper, j);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return rc;
 }
 
 hidet_nccl_status_t hidet_nccl__blocking_call(const hn_blocking_call_t *call, void *arg, size_t arg_size, int device,
@@ -67,18 +147,9 @@ hidet_nccl_status_t hidet_nccl__blocking_call(const hn_blocking_call_t *call, vo
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&j->lock, NULL);
 
-    /* The helper takes no signals (they stay with the application's threads) and is never
-     * joined: it may outlive the call. */
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t thread;
-    int rc = pthread_create(&thread, &attr, helper, j);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
+    /* The kept helper, else a new one. A helper takes no signals (they stay with the
+     * application's threads) and is never joined: it may outlive the call. */
+    int rc = hand_over(j) ? 0 : start_helper(j);
     if (rc != 0) {
         free_job(j);
         return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "cannot start a thread for %s: %s", what, strerror(rc));

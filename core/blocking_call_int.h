@@ -5,7 +5,9 @@
  * blocking init or split cannot be interrupted, and waits forever for a rank that never
  * comes. So the call runs on a helper thread while the caller waits with a deadline; at the
  * deadline the caller returns HIDET_NCCL_ERROR_TIMEOUT and the helper is left to finish on
- * its own (if NCCL ever returns, `late` releases what it made). */
+ * its own (if NCCL ever returns, `late` releases what it made). One helper is kept for 30 s
+ * after its call and takes the next one (NCCL's init runs faster on a thread that has made one
+ * before); a fork's child starts its own. */
 #ifndef HIDET_NCCL_CORE_BLOCKING_CALL_INT_H_
 #define HIDET_NCCL_CORE_BLOCKING_CALL_INT_H_
 

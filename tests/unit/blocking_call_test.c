@@ -4,6 +4,7 @@
  * `late` hook runs on the helper when it finally returns. */
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@ typedef struct {
     int in, out;
     useconds_t sleep_us;
     ncclResult_t result;
+    pid_t tid; /* the helper that ran it (kernel thread ids are not reused at once, pthread_t's are) */
 } job_t;
 
 static atomic_int g_late_calls, g_late_value;
@@ -23,6 +25,7 @@ static ncclResult_t run(void *p) {
     job_t *j = p;
     if (j->sleep_us) usleep(j->sleep_us);
     j->out = j->in * 2;
+    j->tid = gettid();
     return j->result;
 }
 
@@ -77,12 +80,36 @@ static void test_deadline(void) {
 
 static void test_many_at_once(void) {
     for (int k = 0; k < 200; k++) {
-        job_t j = {k, -1, 0, ncclSuccess};
+        job_t j = {k, -1, 0, ncclSuccess, 0};
         ncclResult_t r;
         HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &j, sizeof j, -1, 5.0, "call", &r), HIDET_NCCL_SUCCESS,
                          NULL);
         CU_ASSERT_EQUAL(j.out, 2 * k);
     }
+}
+
+/* Calls one after another run on one kept helper, not on the caller's thread; in a fork's
+ * child (where the parent's kept helper does not exist) a call still runs, on a new helper. */
+static void test_kept_helper(void) {
+    job_t a = {1, 0, 0, ncclSuccess, 0}, b = {2, 0, 0, ncclSuccess, 0};
+    ncclResult_t r;
+    HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &a, sizeof a, -1, 5.0, "first", &r), HIDET_NCCL_SUCCESS, NULL);
+    usleep(20 * 1000); /* the helper is kept once its call is done */
+    HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &b, sizeof b, -1, 5.0, "second", &r), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(a.tid, b.tid);
+    CU_ASSERT_NOT_EQUAL(a.tid, gettid());
+    CU_ASSERT_EQUAL(b.out, 4);
+    usleep(20 * 1000);
+    pid_t pid = fork();
+    if (pid == 0) {
+        job_t c = {3, 0, 0, ncclSuccess, 0};
+        ncclResult_t rc = ncclInternalError;
+        int st = hidet_nccl__blocking_call(&k_call, &c, sizeof c, -1, 2.0, "in the child", &rc);
+        _exit(st == HIDET_NCCL_SUCCESS && rc == ncclSuccess && c.out == 6 ? 0 : 1);
+    }
+    int status = -1;
+    CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 int main(void) {
@@ -91,6 +118,7 @@ int main(void) {
         {"an NCCL error of the call is its result", test_nccl_error_comes_back},
         {"past the deadline: a timeout at the deadline, the late hook when the call returns", test_deadline},
         {"200 calls in a row", test_many_at_once},
+        {"one helper kept between calls; a fork's child makes its own", test_kept_helper},
         {NULL, NULL},
     };
     return hn_run_tests("blocking_call", tests);
