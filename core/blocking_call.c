@@ -105,6 +105,13 @@ static void *helper(void *p) {
     return NULL;
 }
 
+int hidet_nccl__blocking_helper_kept(void) {
+    pthread_mutex_lock(&g_pool);
+    int kept = g_waiting && g_handed == NULL;
+    pthread_mutex_unlock(&g_pool);
+    return kept;
+}
+
 /* 1 when the kept helper took the call. */
 static int hand_over(job_t *j) {
     pthread_once(&g_pool_once, pool_init);

@@ -38,7 +38,7 @@ static void late(void *p, ncclResult_t r) {
 static const hn_blocking_call_t k_call = {run, late};
 
 static void test_returns_in_time(void) {
-    job_t j = {21, 0, 0, ncclSuccess};
+    job_t j = {21, 0, 0, ncclSuccess, 0};
     ncclResult_t r = ncclInternalError;
     HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &j, sizeof j, -1, 5.0, "a quick call", &r),
                      HIDET_NCCL_SUCCESS, NULL);
@@ -48,7 +48,7 @@ static void test_returns_in_time(void) {
 }
 
 static void test_nccl_error_comes_back(void) {
-    job_t j = {1, 0, 1000, ncclRemoteError};
+    job_t j = {1, 0, 1000, ncclRemoteError, 0};
     ncclResult_t r = ncclSuccess;
     HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &j, sizeof j, -1, 5.0, "a failing call", &r),
                      HIDET_NCCL_SUCCESS, NULL);
@@ -57,7 +57,7 @@ static void test_nccl_error_comes_back(void) {
 }
 
 static void test_deadline(void) {
-    job_t j = {5, 0, 600 * 1000, ncclSuccess}; /* 0.6 s against a 0.2 s deadline */
+    job_t j = {5, 0, 600 * 1000, ncclSuccess, 0}; /* 0.6 s against a 0.2 s deadline */
     ncclResult_t r = ncclSuccess;
     size_t bytes;
     hidet_nccl_dtype_size(HIDET_NCCL_FLOAT32, &bytes); /* a public call ran in this thread before */
@@ -88,18 +88,24 @@ static void test_many_at_once(void) {
     }
 }
 
+/* Until a helper is kept (10 s at most: valgrind is slow). */
+static void wait_kept(void) {
+    for (int i = 0; i < 1000 && !hidet_nccl__blocking_helper_kept(); i++) usleep(10 * 1000);
+    CU_ASSERT(hidet_nccl__blocking_helper_kept());
+}
+
 /* Calls one after another run on one kept helper, not on the caller's thread; in a fork's
  * child (where the parent's kept helper does not exist) a call still runs, on a new helper. */
 static void test_kept_helper(void) {
     job_t a = {1, 0, 0, ncclSuccess, 0}, b = {2, 0, 0, ncclSuccess, 0};
     ncclResult_t r;
     HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &a, sizeof a, -1, 5.0, "first", &r), HIDET_NCCL_SUCCESS, NULL);
-    usleep(20 * 1000); /* the helper is kept once its call is done */
+    wait_kept(); /* the helper is kept once its call is done */
     HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &b, sizeof b, -1, 5.0, "second", &r), HIDET_NCCL_SUCCESS, NULL);
     CU_ASSERT_EQUAL(a.tid, b.tid);
     CU_ASSERT_NOT_EQUAL(a.tid, gettid());
     CU_ASSERT_EQUAL(b.out, 4);
-    usleep(20 * 1000);
+    wait_kept(); /* the child inherits the state of a kept helper, not the helper */
     pid_t pid = fork();
     if (pid == 0) {
         job_t c = {3, 0, 0, ncclSuccess, 0};
