@@ -123,6 +123,7 @@ hidet_nccl_status_t hidet_nccl__init_rank(int nranks, const ncclUniqueId *ids, i
         n->CommDestroy(comm);
         return st;
     }
+    hidet_nccl__registry_set_knobs(*comm_id, knobs);
     hidet_nccl__log_set_rank(rank);
     HN_INFO("communicator id %d: rank %d of %d on device %d", *comm_id, rank, nranks, device);
     return HIDET_NCCL_SUCCESS;

@@ -20,6 +20,7 @@ typedef struct {
     ncclComm_t parent, child;
     int *exclude;
     int n_exclude, flags, blocking, rank;
+    hn_knobs_t knobs; /* the parent's, kept in the job: the helper may outlive the caller */
 } shrink_job_t;
 
 /* NCCL 2.28.9 refuses a shrink that excludes nobody (invalid argument): that one is a split of
@@ -28,6 +29,7 @@ static ncclResult_t run_shrink(void *p) {
     shrink_job_t *a = p;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = a->blocking;
+    hidet_nccl__knobs_apply(&a->knobs, &config);
     if (a->n_exclude == 0 && a->n->CommSplit != NULL) return a->n->CommSplit(a->parent, 0, a->rank, &a->child, &config);
     return a->n->CommShrink(a->parent, a->exclude, a->n_exclude, &a->child, &config, a->flags);
 }
@@ -97,7 +99,8 @@ hidet_nccl_status_t hidet_nccl_comm_shrink(int comm_id, int n_exclude, const int
     if (exclude == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", n_exclude);
     if (n_exclude > 0) memcpy(exclude, exclude_ranks, (size_t)n_exclude * sizeof *exclude);
     int nccl_flags = flags == HIDET_NCCL_SHRINK_ABORT ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT;
-    shrink_job_t job = {n, slot.comm, NULL, exclude, n_exclude, nccl_flags, blocking, rank};
+    shrink_job_t job = {n, slot.comm, NULL, exclude, n_exclude, nccl_flags, blocking, rank, {0}};
+    hidet_nccl__registry_knobs(comm_id, &job.knobs);
     hidet_nccl_status_t st;
     if (blocking) {
         int device;
@@ -124,5 +127,5 @@ hidet_nccl_status_t hidet_nccl_comm_shrink(int comm_id, int n_exclude, const int
     }
     if (!blocking && job.child != NULL) HN_CHECK(hidet_nccl__await(n, &job.child, 1, timeout, 1, what));
     if (job.child == NULL) return HN_FAIL(HIDET_NCCL_ERROR_NCCL, "%s gave no communicator", what);
-    return hidet_nccl__registry_add_child(n, job.child, key, new_id);
+    return hidet_nccl__registry_add_child(n, job.child, key, &job.knobs, new_id);
 }

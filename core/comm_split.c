@@ -17,12 +17,14 @@ typedef struct {
     const hn_nccl_t *n;
     ncclComm_t parent, child;
     int color, key, share;
+    hn_knobs_t knobs; /* the parent's, kept in the job: the helper may outlive the caller */
 } split_job_t;
 
 static ncclResult_t run_split(void *p) {
     split_job_t *a = p;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 1;
+    hidet_nccl__knobs_apply(&a->knobs, &config);
     if (a->share != HIDET_NCCL_UNSET) config.splitShare = a->share;
     return a->n->CommSplit(a->parent, a->color, a->key, &a->child, &config);
 }
@@ -37,9 +39,9 @@ static void late_split(void *p, ncclResult_t r) {
  * deadline. At the deadline the parent is still inside NCCL's split: its id is made dead
  * (neither usable nor destroyable) and it is left to the process exit. */
 static hidet_nccl_status_t split_blocking(const hn_nccl_t *n, int comm_id, ncclComm_t parent, int color, int key,
-                                          int share, uint32_t trace_key, double timeout, const char *what,
-                                          int *new_id) {
-    split_job_t job = {n, parent, NULL, color, key, share};
+                                          int share, const hn_knobs_t *knobs, uint32_t trace_key, double timeout,
+                                          const char *what, int *new_id) {
+    split_job_t job = {n, parent, NULL, color, key, share, *knobs};
     ncclResult_t r;
     int device;
     HN_CHECK(hidet_nccl__current_device(&device));
@@ -63,7 +65,7 @@ static hidet_nccl_status_t split_blocking(const hn_nccl_t *n, int comm_id, ncclC
         *new_id = -1;
         return HIDET_NCCL_SUCCESS;
     }
-    return hidet_nccl__registry_add_child(n, job.child, trace_key, new_id);
+    return hidet_nccl__registry_add_child(n, job.child, trace_key, knobs, new_id);
 }
 
 hidet_nccl_status_t hidet_nccl_comm_split(int comm_id, int color, int key, int *new_id) {
@@ -93,10 +95,13 @@ hidet_nccl_status_t hidet_nccl__comm_split(int comm_id, int color, int key, int 
     HN_CHECK(hidet_nccl__want_blocking(&blocking));
     uint32_t trace_key;
     HN_CHECK(hidet_nccl__registry_child_key(comm_id, "split", color, &trace_key));
+    hn_knobs_t knobs;
+    hidet_nccl__registry_knobs(comm_id, &knobs);
     if (blocking && hidet_nccl__group_depth() == 0)
-        return split_blocking(n, comm_id, parent, color, key, share, trace_key, timeout, what, new_id);
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        return split_blocking(n, comm_id, parent, color, key, share, &knobs, trace_key, timeout, what, new_id);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER; /* NCCL copies it during the call */
     config.blocking = 0;
+    hidet_nccl__knobs_apply(&knobs, &config);
     if (share != HIDET_NCCL_UNSET) config.splitShare = share;
     /* NCCL writes the new communicator when the split's job has run, which for a
      * non-blocking parent may be after the call returns: give it an address that lives on. */
@@ -106,7 +111,10 @@ hidet_nccl_status_t hidet_nccl__comm_split(int comm_id, int color, int key, int 
     int in_group = hidet_nccl__group_depth() > 0;
     int id = -1;
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    if (in_group && color != HIDET_NCCL_SPLIT_NOCOLOR) st = hidet_nccl__registry_add(NULL, 1, 0, -1, trace_key, &id);
+    if (in_group && color != HIDET_NCCL_SPLIT_NOCOLOR) {
+        st = hidet_nccl__registry_add(NULL, 1, 0, -1, trace_key, &id);
+        if (st == HIDET_NCCL_SUCCESS) hidet_nccl__registry_set_knobs(id, &knobs);
+    }
     if (st != HIDET_NCCL_SUCCESS) {
         free(child);
         return st;
@@ -136,5 +144,5 @@ hidet_nccl_status_t hidet_nccl__comm_split(int comm_id, int color, int key, int 
         *new_id = -1;
         return HIDET_NCCL_SUCCESS;
     }
-    return hidet_nccl__registry_add_child(n, made, trace_key, new_id);
+    return hidet_nccl__registry_add_child(n, made, trace_key, &knobs, new_id);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error_int.h"
+#include "core/nccl_config_int.h"
 #include "core/nccl_loader_int.h"
 #include "core/registry_int.h"
 
@@ -28,6 +29,7 @@ typedef struct {
     hn_trace_t *trace; /* the flight recorder's ring, kept after death for dumps; NULL: none yet, or off */
     int trace_tried;   /* the ring was made (or the recorder is off) at the first collective */
     char why[160];     /* why a dead id is dead (empty: destroyed), or why a failed one failed */
+    hn_knobs_t knobs;  /* NCCL's knobs it was made with: its splits and shrinks are made with them too */
 } slot_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -94,7 +96,8 @@ static hidet_nccl_status_t add_locked(ncclComm_t comm, kind_t kind, int nranks, 
                                  : reserve_locked(g_count + 1);
     if (st == HIDET_NCCL_SUCCESS) {
         g_slots[g_count] = (slot_t){comm, kind, 1, comm == NULL, nranks, 0, rank, HIDET_NCCL_ON_ERROR_RETURN, key, 0,
-                                    NULL, 0, ""};
+                                    NULL, 0, "", {0}};
+        hidet_nccl__knobs_none(&g_slots[g_count].knobs);
         *id = g_count++;
     }
     return st;
@@ -108,13 +111,28 @@ hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nra
     return st;
 }
 
-hidet_nccl_status_t hidet_nccl__registry_add_child(const hn_nccl_t *n, ncclComm_t child, uint32_t key, int *id) {
+hidet_nccl_status_t hidet_nccl__registry_add_child(const hn_nccl_t *n, ncclComm_t child, uint32_t key,
+                                                   const hn_knobs_t *knobs, int *id) {
     int nranks = 0, rank = -1;
     n->CommCount(child, &nranks);
     n->CommUserRank(child, &rank);
     hidet_nccl_status_t st = hidet_nccl__registry_add(child, 1, nranks, rank, key, id);
     if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(child);
+    else hidet_nccl__registry_set_knobs(*id, knobs);
     return st;
+}
+
+void hidet_nccl__registry_set_knobs(int id, const hn_knobs_t *knobs) {
+    pthread_mutex_lock(&g_lock);
+    if (id >= 0 && id < g_count && knobs != NULL) g_slots[id].knobs = *knobs;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void hidet_nccl__registry_knobs(int id, hn_knobs_t *out) {
+    hidet_nccl__knobs_none(out);
+    pthread_mutex_lock(&g_lock);
+    if (id >= 0 && id < g_count) *out = g_slots[id].knobs;
+    pthread_mutex_unlock(&g_lock);
 }
 
 void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks, int rank) {
@@ -310,9 +328,11 @@ hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
             for (int i = 0; i < g_count; i++) hidet_nccl__trace_free(g_slots[i].trace);
             g_count = 0;
         }
-        for (int i = 0; i < num_comms; i++)
+        for (int i = 0; i < num_comms; i++) {
             g_slots[g_count + i] = (slot_t){comms[i], KIND_POOL, 1, 0, 0, 0, -1, HIDET_NCCL_ON_ERROR_RETURN, 0, 0,
-                                            NULL, 0, ""};
+                                            NULL, 0, "", {0}};
+            hidet_nccl__knobs_none(&g_slots[g_count + i].knobs);
+        }
         g_count += num_comms;
     }
     pthread_mutex_unlock(&g_lock);

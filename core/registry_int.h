@@ -7,6 +7,7 @@
 #include <nccl.h>
 #include <stdint.h>
 
+#include "core/nccl_config_int.h"
 #include "core/nccl_loader_int.h"
 #include "core/trace_int.h"
 #include "hidet_nccl/hidet_nccl.h"
@@ -18,7 +19,12 @@
 hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int rank, uint32_t key, int *id);
 /* Adds an owned communicator just made from another (split, shrink): its size and rank from
  * NCCL; if it cannot be added, it is destroyed. */
-hidet_nccl_status_t hidet_nccl__registry_add_child(const hn_nccl_t *n, ncclComm_t child, uint32_t key, int *id);
+hidet_nccl_status_t hidet_nccl__registry_add_child(const hn_nccl_t *n, ncclComm_t child, uint32_t key,
+                                                   const hn_knobs_t *knobs, int *id);
+/* NCCL's knobs a communicator was made with (none for a borrowed one, or an id not given):
+ * its splits and shrinks are made with them, and keep them for theirs. */
+void hidet_nccl__registry_set_knobs(int id, const hn_knobs_t *knobs);
+void hidet_nccl__registry_knobs(int id, hn_knobs_t *out);
 /* Gives a pending id its communicator; NULL (a failed split) marks it dead. */
 void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks, int rank);
 /* What a slot holds. */

@@ -3,9 +3,10 @@
  * sizes that take each view, inside a CUDA graph too; freeing or deregistering memory a
  * pending collective uses is refused and loses nothing; a window on memory not from the
  * library is refused; 20 alloc / register / all_reduce / deregister / free cycles keep no
- * device memory; a communicator made with NCCL's knobs (CTA policy, min/max CTAs, name)
- * works. Prints "rank R: N checks, N wrong" and "mem_gpu_test OK"; exits non-zero otherwise.
- * Without a GPU it fails. */
+ * device memory; a communicator made with NCCL's knobs (CTA policy, min/max CTAs, name, split
+ * share) works, and so do its split and its AUTO siblings, which are made with the same knobs.
+ * Prints "rank R: N checks, N wrong" and "mem_gpu_test OK"; exits non-zero otherwise. Without a
+ * GPU it fails. */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -224,8 +225,19 @@ int main(void) {
     HN(hidet_nccl_comm_init(bs, &opt, &id2));
     HN(hidet_nccl_bootstrap_destroy(bs));
     void *p;
-    HN(hidet_nccl_mem_alloc(id2, 1 << 20, &p));
+    HN(hidet_nccl_mem_alloc(id2, 4u << 20, &p));
     all_reduce_exact(id2, p, (1 << 20) / 4, HIDET_NCCL_FLOAT32, s, host);
+    /* its split and its AUTO siblings are made with the same knobs (the name's pointer kept by
+     * the library), and work */
+    int id3;
+    HN(hidet_nccl_comm_split(id2, 0, g_n - 1 - g_rank, &id3));
+    all_reduce_exact(id3, p, (1 << 20) / 4, HIDET_NCCL_FLOAT32, s, host);
+    HN(hidet_nccl_register(id2, p, 4u << 20, HIDET_NCCL_REGISTER_AUTO, &h));
+    all_reduce_exact(id2, p, 16, HIDET_NCCL_FLOAT32, s, host);            /* a window, by the built-in table */
+    all_reduce_exact(id2, p, (2u << 20) / 4, HIDET_NCCL_FLOAT32, s, host); /* a window */
+    all_reduce_exact(id2, p, (1u << 20) / 4, HIDET_NCCL_FLOAT32, s, host); /* plain */
+    HN(hidet_nccl_deregister(id2, h));
+    HN(hidet_nccl_comm_destroy(id3));
     HN(hidet_nccl_mem_free(p));
 
     printf("rank %d: %d checks, %d wrong\n", g_rank, g_checks, g_wrong);
