@@ -15,9 +15,7 @@ hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, voi
     HN_CHECK(hidet_nccl__coll_buffer(&c, sendbuff, "sendbuff", count));
     HN_CHECK(hidet_nccl__coll_buffer(&c, recvbuff, "recvbuff", count));
     if (hidet_nccl__is_custom_op(op) && c.nranks < 0) HN_CHECK(hidet_nccl__coll_ranks(&c)); /* a borrowed one */
-    /* library memory: the view the tuning table picks (a scaled sum is its communicator's) */
-    HN_CHECK(hidet_nccl__mem_route(&c, hidet_nccl__is_custom_op(op) ? -1 : HN_TUNED_ALL_REDUCE, dtype, bytes, sendbuff,
-                                   bytes, recvbuff, bytes));
+    HN_CHECK(hidet_nccl__mem_route(&c, HN_TUNED_ALL_REDUCE, dtype, bytes, sendbuff, bytes, recvbuff, bytes));
     int done;
     hidet_nccl_status_t one = hidet_nccl__one_rank_reduce(&c, op, &red, sendbuff, recvbuff, count, dtype, nccl_count,
                                                           stream, &done);

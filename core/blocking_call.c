@@ -52,12 +52,17 @@ static void pool_child(void) {
     pthread_mutex_unlock(&g_pool);
 }
 
-static void pool_init(void) {
+/* A condition variable whose timed waits run on CLOCK_MONOTONIC. */
+static void monotonic_cond_init(pthread_cond_t *cond) {
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g_pool_cond, &ca);
+    pthread_cond_init(cond, &ca);
     pthread_condattr_destroy(&ca);
+}
+
+static void pool_init(void) {
+    monotonic_cond_init(&g_pool_cond);
     pthread_atfork(pool_prepare, pool_parent, pool_child);
 }
 
@@ -147,11 +152,7 @@ hidet_nccl_status_t hidet_nccl__blocking_call(const hn_blocking_call_t *call, vo
     j->call = *call;
     j->device = device;
     memcpy(j->arg, arg, arg_size);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&j->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    monotonic_cond_init(&j->cond);
     pthread_mutex_init(&j->lock, NULL);
 
     /* The kept helper, else a new one. A helper takes no signals (they stay with the

@@ -48,11 +48,7 @@ static hidet_nccl_status_t split_blocking(const hn_nccl_t *n, int comm_id, ncclC
     hidet_nccl_status_t st = hidet_nccl__blocking_call(&(hn_blocking_call_t){run_split, late_split}, &job, sizeof job,
                                                        device, timeout, what, &r);
     if (st == HIDET_NCCL_ERROR_TIMEOUT) {
-        ncclComm_t dropped;
-        int owned;
-        if (hidet_nccl__registry_kill(comm_id, "left inside an ncclCommSplit that passed its deadline", &dropped,
-                                      &owned, NULL) == HIDET_NCCL_SUCCESS)
-            hidet_nccl__append_error("communicator id %d is dead: it is still inside that split", comm_id);
+        hidet_nccl__registry_kill_stuck(comm_id, "an ncclCommSplit");
         return HIDET_NCCL_ERROR_TIMEOUT;
     }
     if (st != HIDET_NCCL_SUCCESS) return st;

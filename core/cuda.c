@@ -10,6 +10,17 @@ hidet_nccl_status_t hidet_nccl__cuda_fail(const char *func, const char *call, cu
                             cudaGetErrorString(e), (int)e, hint);
 }
 
+int hidet_nccl__device_use(int device) {
+    int previous = -1;
+    cudaGetDevice(&previous);
+    if (previous != device) cudaSetDevice(device);
+    return previous;
+}
+
+void hidet_nccl__device_back(int previous, int device) {
+    if (previous >= 0 && previous != device) cudaSetDevice(previous);
+}
+
 hidet_nccl_status_t hidet_nccl__current_device(int *device) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);

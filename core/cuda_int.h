@@ -12,4 +12,9 @@ hidet_nccl_status_t hidet_nccl__cuda_fail(const char *func, const char *call, cu
 /* The current device; HIDET_NCCL_ERROR_CUDA with "no CUDA device is visible" if none. */
 hidet_nccl_status_t hidet_nccl__current_device(int *device);
 
+/* Makes device current for a call that needs it; returns the caller's device (-1: none) for
+ * hidet_nccl__device_back, which makes it current again. Failures are the next call's to see. */
+int hidet_nccl__device_use(int device);
+void hidet_nccl__device_back(int previous, int device);
+
 #endif

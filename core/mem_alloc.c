@@ -3,23 +3,12 @@
  * or of memory a pending collective uses is refused. */
 #include <stdio.h>
 
+#include "core/cuda_int.h"
 #include "core/error_int.h"
 #include "core/log_int.h"
 #include "core/mem_int.h"
 #include "core/nccl_version_int.h"
 #include "core/registry_int.h"
-
-/* Makes `device` current; returns the caller's device, for put_back. */
-static int use_device(int device) {
-    int old = -1;
-    cudaGetDevice(&old);
-    if (old != device) cudaSetDevice(device);
-    return old;
-}
-
-static void put_back(int old, int device) {
-    if (old >= 0 && old != device) cudaSetDevice(old);
-}
 
 hidet_nccl_status_t hidet_nccl_mem_alloc(int comm_id, size_t bytes, void **ptr) {
     HN_ENTER();
@@ -34,10 +23,10 @@ hidet_nccl_status_t hidet_nccl_mem_alloc(int comm_id, size_t bytes, void **ptr) 
     ncclResult_t r = n->CommCuDevice(comm, &device);
     if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, "ncclCommCuDevice", r, comm);
     void *p = NULL;
-    int old = use_device(device);
+    int old = hidet_nccl__device_use(device);
     r = n->MemAlloc(&p, bytes);
     if (r != ncclSuccess) {
-        put_back(old, device);
+        hidet_nccl__device_back(old, device);
         char call[96];
         snprintf(call, sizeof call, "ncclMemAlloc of %zu bytes on GPU %d", bytes, device);
         return hidet_nccl__nccl_fail(__func__, call, r, NULL);
@@ -46,7 +35,7 @@ hidet_nccl_status_t hidet_nccl_mem_alloc(int comm_id, size_t bytes, void **ptr) 
     hn_alloc_t *a = hidet_nccl__mem_add_alloc(&(hn_alloc_t){p, bytes, device, NULL, 0});
     hidet_nccl__mem_unlock();
     if (a == NULL) n->MemFree(p);
-    put_back(old, device);
+    hidet_nccl__device_back(old, device);
     if (a == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of host memory for the table of library memory");
     HN_TRACE("mem_alloc: %zu bytes at %p on GPU %d", bytes, p, device);
     *ptr = p;
@@ -87,9 +76,9 @@ hidet_nccl_status_t hidet_nccl_mem_free(void *ptr) {
     hidet_nccl__mem_remove_alloc(a);
     hidet_nccl__mem_unlock();
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
-    int old = use_device(gone.device);
+    int old = hidet_nccl__device_use(gone.device);
     ncclResult_t r = n->MemFree(gone.base);
-    put_back(old, gone.device);
+    hidet_nccl__device_back(old, gone.device);
     if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, "ncclMemFree", r, NULL);
     return HIDET_NCCL_SUCCESS;
 }

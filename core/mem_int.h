@@ -24,7 +24,7 @@ typedef struct {
 
 /* One registration of hidet_nccl_register. */
 typedef struct {
-    int handle, comm_id, flags;
+    int handle, comm_id;
     char *base;
     size_t bytes;
     ncclComm_t buffer_comm, window_comm; /* where it is registered (NULL: not that way) */
@@ -50,7 +50,8 @@ hidet_nccl_status_t hidet_nccl__mem_route_slow(hn_coll_t *c, int coll, hidet_ncc
  * that starts inside an allocation or a registration of the communicator must end inside it
  * (else an error naming both), and they remember the stream; with AUTO registrations on the
  * communicator, c->comm becomes the view the tuning table picks for coll (an hn_tuned_t;
- * -1: none), dtype and bytes. */
+ * -1: none), dtype and bytes; a scaled sum (c->op from hidet_nccl_op_premul_sum) stays on its
+ * communicator. */
 static inline hidet_nccl_status_t hidet_nccl__mem_route(hn_coll_t *c, int coll, hidet_nccl_dtype_t dtype, size_t bytes,
                                                         const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
     if (atomic_load_explicit(&hidet_nccl__mem_live, memory_order_relaxed) == 0) return HIDET_NCCL_SUCCESS;

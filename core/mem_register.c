@@ -43,13 +43,7 @@ static hidet_nccl_status_t window(const hn_nccl_t *n, ncclComm_t comm, int comm_
              deregister ? "ncclCommWindowDeregister" : "ncclCommWindowRegister", ptr, bytes, comm_id);
     hidet_nccl_status_t st =
         hidet_nccl__blocking_call(&(hn_blocking_call_t){run_window, NULL}, &job, sizeof job, device, timeout, what, &r);
-    if (st == HIDET_NCCL_ERROR_TIMEOUT) { /* a helper is inside NCCL on that communicator: nobody else may be */
-        ncclComm_t dropped;
-        int owned;
-        if (hidet_nccl__registry_kill(comm_id, "left inside an NCCL window registration that passed its deadline",
-                                      &dropped, &owned, NULL) == HIDET_NCCL_SUCCESS)
-            hidet_nccl__append_error("communicator id %d is dead: it is still inside that call", comm_id);
-    }
+    if (st == HIDET_NCCL_ERROR_TIMEOUT) hidet_nccl__registry_kill_stuck(comm_id, "an NCCL window registration");
     HN_CHECK(st);
     if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, what, r, comm);
     *win = job.win;
@@ -176,7 +170,6 @@ hidet_nccl_status_t hidet_nccl_register(int comm_id, void *ptr, size_t bytes, in
     HN_CHECK(check_range(comm_id, ptr, bytes, flags));
     hn_reg_t reg = {0};
     reg.comm_id = comm_id;
-    reg.flags = flags;
     reg.base = ptr;
     reg.bytes = bytes;
     if (flags == HIDET_NCCL_REGISTER_AUTO) {

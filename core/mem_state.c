@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/comm_destroy_int.h"
+#include "core/cuda_int.h"
 #include "core/error_int.h"
 #include "core/log_int.h"
 #include "core/mem_int.h"
@@ -159,6 +160,8 @@ hidet_nccl_status_t hidet_nccl__mem_route_slow(hn_coll_t *c, int coll, hidet_ncc
     pthread_mutex_lock(&g_lock);
     hidet_nccl_status_t st = check_buffer(c, a, a_bytes, "sendbuff");
     if (st == HIDET_NCCL_SUCCESS && b != a) st = check_buffer(c, b, b_bytes, "recvbuff");
+    if (coll >= 0 && c->op >= 0 && hidet_nccl__is_custom_op((hidet_nccl_op_t)c->op))
+        coll = -1; /* a scaled sum belongs to its communicator */
     if (st == HIDET_NCCL_SUCCESS && coll >= 0) {
         hn_views_t *v = hidet_nccl__mem_find_views(c->id);
         if (v != NULL) c->comm = v->comms[hidet_nccl__tune_pick(v->tune, (hn_tuned_t)coll, dtype, bytes)];
@@ -233,11 +236,9 @@ void hidet_nccl__mem_drop_all(void) {
     while (g_nallocs > 0) {
         hn_alloc_t a = g_allocs[g_nallocs - 1];
         hidet_nccl__mem_remove_alloc(&g_allocs[g_nallocs - 1]);
-        int old = -1;
-        cudaGetDevice(&old);
-        cudaSetDevice(a.device);
+        int previous = hidet_nccl__device_use(a.device);
         if (n != NULL && n->MemFree != NULL && n->MemFree(a.base) == ncclSuccess) freed++;
-        if (old >= 0) cudaSetDevice(old);
+        hidet_nccl__device_back(previous, a.device);
     }
     free(g_allocs);
     free(g_regs);

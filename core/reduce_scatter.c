@@ -18,8 +18,8 @@ hidet_nccl_status_t hidet_nccl_reduce_scatter(int comm_id, const void *sendbuff,
     HN_CHECK(hidet_nccl__coll_alias(&c, recvbuff, bytes, "recvbuff", sendbuff, bytes * (size_t)c.nranks, "sendbuff",
                                     (const char *)sendbuff + (size_t)c.rank * bytes,
                                     "in place is recvbuff == sendbuff + rank * recvcount"));
-    HN_CHECK(hidet_nccl__mem_route(&c, hidet_nccl__is_custom_op(op) ? -1 : HN_TUNED_REDUCE_SCATTER, dtype,
-                                   bytes * (size_t)c.nranks, sendbuff, bytes * (size_t)c.nranks, recvbuff, bytes));
+    HN_CHECK(hidet_nccl__mem_route(&c, HN_TUNED_REDUCE_SCATTER, dtype, bytes * (size_t)c.nranks, sendbuff,
+                                   bytes * (size_t)c.nranks, recvbuff, bytes));
     int done;
     hidet_nccl_status_t one =
         hidet_nccl__one_rank_reduce(&c, op, &red, sendbuff, recvbuff, recvcount, dtype, nccl_count, stream, &done);

@@ -122,6 +122,15 @@ hidet_nccl_status_t hidet_nccl__registry_add_child(const hn_nccl_t *n, ncclComm_
     return st;
 }
 
+void hidet_nccl__registry_kill_stuck(int id, const char *call) {
+    char why[160];
+    snprintf(why, sizeof why, "left inside %s that passed its deadline", call);
+    ncclComm_t dropped;
+    int owned;
+    if (hidet_nccl__registry_kill(id, why, &dropped, &owned, NULL) == HIDET_NCCL_SUCCESS)
+        hidet_nccl__append_error("communicator id %d is dead: it is still inside that call", id);
+}
+
 void hidet_nccl__registry_set_knobs(int id, const hn_knobs_t *knobs) {
     pthread_mutex_lock(&g_lock);
     if (id >= 0 && id < g_count && knobs != NULL) g_slots[id].knobs = *knobs;

@@ -21,6 +21,10 @@ hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nra
  * NCCL; if it cannot be added, it is destroyed. */
 hidet_nccl_status_t hidet_nccl__registry_add_child(const hn_nccl_t *n, ncclComm_t child, uint32_t key,
                                                    const hn_knobs_t *knobs, int *id);
+/* A helper of id passed its deadline inside NCCL (`call`: "ncclCommSplit"): nothing else may
+ * use the communicator, so the id is made dead ("left inside <call> that passed its deadline")
+ * and the caller's message says so. */
+void hidet_nccl__registry_kill_stuck(int id, const char *call);
 /* NCCL's knobs a communicator was made with (none for a borrowed one, or an id not given):
  * its splits and shrinks are made with them, and keep them for theirs. */
 void hidet_nccl__registry_set_knobs(int id, const hn_knobs_t *knobs);

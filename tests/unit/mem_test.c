@@ -153,6 +153,18 @@ static void test_register_buffer(void) {
     HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
 }
 
+/* A one-rank shared-file bootstrap in dir under job key. */
+static hidet_nccl_bootstrap_h one_rank(const char *dir, const char *key) {
+    hidet_nccl_file_bootstrap_params_t p = HIDET_NCCL_FILE_BOOTSTRAP_PARAMS_INIT;
+    p.dir = dir;
+    p.job_key = key;
+    p.rank = 0;
+    p.nranks = 1;
+    hidet_nccl_bootstrap_h bs = NULL;
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_SUCCESS, NULL);
+    return bs;
+}
+
 /* NCCL's knobs: ranges and versions are checked before anything reaches NCCL or the GPU. */
 static void test_init_knobs(void) {
     char dir[] = "/tmp/hidet-nccl-mem-test-XXXXXX";
@@ -171,13 +183,7 @@ static void test_init_knobs(void) {
                  : strcmp(cases[i].field, "traffic_class") == 0 ? &o.traffic_class
                                                                 : &o.split_share;
         *f = cases[i].value;
-        hidet_nccl_file_bootstrap_params_t p = HIDET_NCCL_FILE_BOOTSTRAP_PARAMS_INIT;
-        p.dir = dir;
-        p.job_key = "knobs";
-        p.rank = 0;
-        p.nranks = 1;
-        hidet_nccl_bootstrap_h bs = NULL;
-        HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_SUCCESS, NULL);
+        hidet_nccl_bootstrap_h bs = one_rank(dir, "knobs");
         int id = -1;
         int st = hidet_nccl_comm_init(bs, &o, &id);
         char needle[64];
@@ -194,13 +200,7 @@ static void test_init_knobs(void) {
     hidet_nccl_init_options_t o = HIDET_NCCL_INIT_OPTIONS_INIT;
     o.min_ctas = 8;
     o.max_ctas = 4;
-    hidet_nccl_file_bootstrap_params_t p = HIDET_NCCL_FILE_BOOTSTRAP_PARAMS_INIT;
-    p.dir = dir;
-    p.job_key = "knobs2";
-    p.rank = 0;
-    p.nranks = 1;
-    hidet_nccl_bootstrap_h bs = NULL;
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_SUCCESS, NULL);
+    hidet_nccl_bootstrap_h bs = one_rank(dir, "knobs2");
     int id = -1;
     HN_ASSERT_STATUS(hidet_nccl_comm_init(bs, &o, &id),
                      g_new ? HIDET_NCCL_ERROR_INVALID_ARGUMENT : HIDET_NCCL_ERROR_UNSUPPORTED,
