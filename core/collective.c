@@ -37,8 +37,9 @@ hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
 /* count * blocks elements of elem_bytes each, and count * mult NCCL elements, fit size_t. */
 static hidet_nccl_status_t sizes(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count, size_t blocks,
                                  size_t mult, size_t elem_bytes, const char *what, size_t *nccl_count, size_t *bytes) {
+    size_t product;
     if (blocks == 0) blocks = 1;
-    if (count > SIZE_MAX / elem_bytes / blocks)
+    if (__builtin_mul_overflow(count, elem_bytes, &product) || __builtin_mul_overflow(product, blocks, &product))
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                        "%s: %s %zu of %s (%zu bytes each)%s overflows size_t bytes", c->name, what, count,
                        hidet_nccl__dtype_str(dtype), elem_bytes, blocks > 1 ? " times the number of ranks" : "");

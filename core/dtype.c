@@ -183,8 +183,8 @@ hidet_nccl_status_t hidet_nccl__plan_for(const char *what, hidet_nccl_dtype_t dt
                        red->min_nccl_version / 100 % 100, feature, hidet_nccl__version_major(nccl_version),
                        hidet_nccl__version_minor(nccl_version), hidet_nccl__version_patch(nccl_version));
     }
-    size_t size = k_dtypes[dtype].size;
-    if (count > SIZE_MAX / size)
+    size_t size = k_dtypes[dtype].size, bytes;
+    if (__builtin_mul_overflow(count, size, &bytes))
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                        "count %zu of %s (%zu bytes each) overflows size_t", count, k_dtypes[dtype].name, size);
     *nccl_count = count * red->count_multiplier;

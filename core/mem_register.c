@@ -1,6 +1,7 @@
 /* hidet_nccl_register / hidet_nccl_deregister: NCCL's buffer registration (ncclCommRegister)
  * and symmetric windows (ncclCommWindowRegister), on the communicator itself or, for AUTO,
- * on two siblings made once per communicator, between which collectives then choose. */
+ * on siblings made once per communicator (one per view the tuning table takes), between which
+ * collectives then choose. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -98,9 +99,9 @@ static hidet_nccl_status_t views_of(int comm_id, ncclComm_t comm, hn_views_t *ou
     HN_CHECK(hidet_nccl_comm_rank(comm_id, &rank));
     hn_views_t made = {comm_id, {comm_id, -1, -1}, {comm, NULL, NULL}, t};
     double start = hidet_nccl__now();
-    hidet_nccl_status_t st = sibling(comm_id, nranks, rank, t, &made.ids[HN_VIEW_BUFFER], &made.comms[HN_VIEW_BUFFER]);
-    if (st == HIDET_NCCL_SUCCESS)
-        st = sibling(comm_id, nranks, rank, t, &made.ids[HN_VIEW_WINDOW], &made.comms[HN_VIEW_WINDOW]);
+    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
+    for (int k = HN_VIEW_BUFFER; k < HN_NUM_VIEWS && st == HIDET_NCCL_SUCCESS; k++) /* the same on every rank */
+        if (hidet_nccl__tune_uses(t, (hn_view_t)k)) st = sibling(comm_id, nranks, rank, t, &made.ids[k], &made.comms[k]);
     if (st == HIDET_NCCL_SUCCESS) {
         hidet_nccl__mem_lock();
         if (hidet_nccl__mem_add_views(&made) == NULL) st = HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory");
@@ -114,8 +115,9 @@ static hidet_nccl_status_t views_of(int comm_id, ncclComm_t comm, hn_views_t *ou
         hidet_nccl__restore_error(saved);
         return st;
     }
-    HN_INFO("communicator id %d: views for library memory made in %.1f ms (buffer: id %d, window: id %d)", comm_id,
-            (hidet_nccl__now() - start) * 1e3, made.ids[HN_VIEW_BUFFER], made.ids[HN_VIEW_WINDOW]);
+    HN_INFO("communicator id %d: views for library memory made in %.1f ms (buffer: id %d, window: id %d; -1: the "
+            "tuning table never takes it)",
+            comm_id, (hidet_nccl__now() - start) * 1e3, made.ids[HN_VIEW_BUFFER], made.ids[HN_VIEW_WINDOW]);
     *out = made;
     return HIDET_NCCL_SUCCESS;
 }
@@ -203,7 +205,7 @@ hidet_nccl_status_t hidet_nccl_register(int comm_id, void *ptr, size_t bytes, in
         return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of host memory for the table of registrations");
     }
     HN_INFO("registration %d: [%p, +%zu bytes) on communicator id %d as %s in %.2f ms", reg.handle, ptr, bytes, comm_id,
-            flags == HIDET_NCCL_REGISTER_AUTO     ? "buffer and window"
+            flags == HIDET_NCCL_REGISTER_AUTO     ? "the views its table takes"
             : flags == HIDET_NCCL_REGISTER_BUFFER ? "buffer"
                                                   : "window",
             (hidet_nccl__now() - start) * 1e3);

@@ -164,7 +164,8 @@ hidet_nccl_status_t hidet_nccl__mem_route_slow(hn_coll_t *c, int coll, hidet_ncc
         coll = -1; /* a scaled sum belongs to its communicator */
     if (st == HIDET_NCCL_SUCCESS && coll >= 0) {
         hn_views_t *v = hidet_nccl__mem_find_views(c->id);
-        if (v != NULL) c->comm = v->comms[hidet_nccl__tune_pick(v->tune, (hn_tuned_t)coll, dtype, bytes)];
+        ncclComm_t to = v != NULL ? v->comms[hidet_nccl__tune_pick(v->tune, (hn_tuned_t)coll, dtype, bytes)] : NULL;
+        if (to != NULL) c->comm = to; /* NULL: a view the table never takes, so never made */
     }
     pthread_mutex_unlock(&g_lock);
     return st;

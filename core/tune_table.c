@@ -25,6 +25,14 @@ static const char *const k_views[HN_NUM_VIEWS] = {"plain", "buffer", "window"};
 
 const char *hidet_nccl__view_name(hn_view_t v) { return (unsigned)v < HN_NUM_VIEWS ? k_views[v] : "?"; }
 
+int hidet_nccl__tune_uses(const hn_tune_t *t, hn_view_t v) {
+    for (int c = 0; c < HN_NUM_TUNED; c++)
+        for (int d = 0; d < HIDET_NCCL_NUM_DTYPES; d++)
+            for (int i = 0; i < t->cell[c][d].n; i++)
+                if (t->cell[c][d].view[i] == v) return 1;
+    return 0;
+}
+
 /* From `hidet-nccl-bench -m` on 2 x H200 (NVLink, NCCL 2.28.9, 2026-12-01; docs/buffers.md),
  * smoothed where the modes were within run-to-run noise: windows at small sizes and from 2 MiB
  * (all_reduce to 32 MiB for float32, 4 MiB otherwise; all_gather to 128 MiB, then registered

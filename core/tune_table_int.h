@@ -42,6 +42,9 @@ static inline hn_view_t hidet_nccl__tune_pick(const hn_tune_t *t, hn_tuned_t col
 /* The process's table: HIDET_NCCL_TUNE_FILE's (read once), else the built-in one; an
  * unreadable or malformed file is an error naming it. */
 hidet_nccl_status_t hidet_nccl__tune_get(const hn_tune_t **t);
+/* Whether any collective, dtype or size of t takes view v (AUTO makes a sibling only for a
+ * view its table takes). */
+int hidet_nccl__tune_uses(const hn_tune_t *t, hn_view_t v);
 /* "plain", "buffer", "window". */
 const char *hidet_nccl__view_name(hn_view_t v);
 

@@ -5,9 +5,9 @@
  *   mpirun -np 2 hidet-nccl-bench [-b 8] [-e 128M] [-f 2] [-n 20] [-w 5] [-d float32] [-o sum] [-c 1] [-r 3]
  *                                 [-T tmpdir]
  *   hidet-nccl-run -n 2 hidet-nccl-bench ...     (no MPI: no init comparison)
- *   ... hidet-nccl-bench -m [-t FILE]             library memory (hidet_nccl_mem_alloc, registered AUTO)
+ *   ... hidet-nccl-bench -m [-t|--tune FILE]      library memory (hidet_nccl_mem_alloc, registered AUTO)
  *                                                 against raw NCCL plain, registered and window; -t
- *                                                 writes the crossover table (HIDET_NCCL_TUNE_FILE)
+ *                                                 appends the crossover table (HIDET_NCCL_TUNE_FILE)
  *
  * busbw = algbw * 2(n-1)/n. Each size runs the library and raw NCCL alternately, -r times
  * each, and reports the fastest run of each, with the ratio library/raw of busbw. */
@@ -357,7 +357,8 @@ static void init_times(const hn_raw_nccl_t *nccl, int reps) {
 
 static void parse_options(int argc, char **argv) {
     int c;
-    while ((c = getopt(argc, argv, "b:e:f:n:w:d:o:c:r:T:mt:C:h")) != -1) {
+    static const struct option long_options[] = {{"tune", required_argument, NULL, 't'}, {NULL, 0, NULL, 0}};
+    while ((c = getopt_long(argc, argv, "b:e:f:n:w:d:o:c:r:T:mt:C:h", long_options, NULL)) != -1) {
         switch (c) {
             case 'b': o.min_bytes = parse_size(optarg); break;
             case 'e': o.max_bytes = parse_size(optarg); break;
@@ -377,7 +378,7 @@ static void parse_options(int argc, char **argv) {
             case 'o': HN(hidet_nccl_op_from_name(optarg, &o.op)); break;
             default:
                 fprintf(stderr, "usage: %s [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup] "
-                                "[-d dtype] [-o op] [-c check 0/1] [-r reps] [-T tmpdir] [-m] [-t tunefile] "
+                                "[-d dtype] [-o op] [-c check 0/1] [-r reps] [-T tmpdir] [-m] [-t|--tune tunefile] "
                                 "[-C all_reduce|all_gather|reduce_scatter]\n", argv[0]);
                 exit(c == 'h' ? 0 : 2);
         }

@@ -292,7 +292,8 @@ hidet_nccl_status_t hidet_nccl_comm_revoke(int comm_id);
  * (zero-copy; best at large sizes), and on a symmetric window (ncclCommWindowRegister, NCCL
  * 2.27; best at mid sizes). Memory from hidet_nccl_mem_alloc registered with
  * HIDET_NCCL_REGISTER_AUTO gets all three: the library makes two siblings of the communicator
- * (ncclCommSplit), registers the memory on one as a window and on the other as a buffer, and
+ * (ncclCommSplit; only the ones its tuning table takes, each ~0.5 GiB of device memory on
+ * 2 x H200), registers the memory on one as a window and on the other as a buffer, and
  * each all_reduce, all_gather and reduce_scatter of the communicator then runs on the
  * communicator, or the sibling, that is fastest for its collective, dtype and size, by a
  * tuning table (built in; `hidet-nccl-bench --tune FILE` measures one, HIDET_NCCL_TUNE_FILE

@@ -1,6 +1,7 @@
 /* Library memory on GPUs, one process per GPU (hidet-nccl-run -n N mem_gpu_test): memory
  * registered AUTO gives exact all_reduce (float32, bfloat16), all_gather and reduce_scatter at
- * sizes that take each view, inside a CUDA graph too; freeing or deregistering memory a
+ * sizes that take each view, inside a CUDA graph too; it makes a sibling communicator per view
+ * its tuning table takes (MEM_GPU_TEST_SIBLINGS, default 2: the built-in table); freeing or deregistering memory a
  * pending collective uses is refused and loses nothing; a window on memory not from the
  * library is refused; 20 alloc / register / all_reduce / deregister / free cycles keep no
  * device memory; a communicator made with NCCL's knobs (CTA policy, min/max CTAs, name, split
@@ -99,15 +100,25 @@ int main(void) {
     size_t before, after, total_mem;
     CU(cudaDeviceSynchronize());
     CU(cudaMemGetInfo(&before, &total_mem));
+    int ids_before, ids_after;
+    HN(hidet_nccl_comm_count(&ids_before));
     HN(hidet_nccl_register(id, mem, max_bytes, HIDET_NCCL_REGISTER_AUTO, &h));
+    HN(hidet_nccl_comm_count(&ids_after));
+    /* a sibling per view the table takes: 2 with the built-in table; MEM_GPU_TEST_SIBLINGS
+     * says how many the HIDET_NCCL_TUNE_FILE given takes */
+    const char *want_env = getenv("MEM_GPU_TEST_SIBLINGS");
+    int want_siblings = want_env != NULL ? atoi(want_env) : 2;
+    if (ids_after - ids_before != want_siblings)
+        fprintf(stderr, "rank %d: AUTO made %d siblings, want %d\n", g_rank, ids_after - ids_before, want_siblings);
+    check(ids_after - ids_before == want_siblings, "siblings made by the first AUTO registration", 0);
     HN(hidet_nccl_all_reduce(id, mem, mem, 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s)); /* connect the views */
     HN(hidet_nccl_all_reduce(id, mem, mem, 1 << 24, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
     HN(hidet_nccl_all_reduce(id, mem, mem, 1 << 16, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
     CU(cudaStreamSynchronize(s));
     CU(cudaMemGetInfo(&after, &total_mem));
-    printf("rank %d: the first AUTO registration (two sibling communicators, connected) took %.1f MiB of device "
+    printf("rank %d: the first AUTO registration (%d sibling communicators, connected) took %.1f MiB of device "
            "memory\n",
-           g_rank, ((double)before - (double)after) / (1 << 20));
+           g_rank, ids_after - ids_before, ((double)before - (double)after) / (1 << 20));
 
     /* every view: 8 B .. 64 MiB */
     for (size_t bytes = 8; bytes <= (64u << 20); bytes *= 4) {

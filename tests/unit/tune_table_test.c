@@ -23,6 +23,9 @@ static void test_builtin_and_picks(void) {
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_REDUCE, HIDET_NCCL_BFLOAT16, 2u << 20), HN_VIEW_WINDOW);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_GATHER, HIDET_NCCL_UINT8, 2u << 20), HN_VIEW_WINDOW);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_GATHER, HIDET_NCCL_UINT8, 1u << 30), HN_VIEW_BUFFER);
+    /* the views AUTO makes siblings for: the built-in table takes both */
+    CU_ASSERT_TRUE(hidet_nccl__tune_uses(&t, HN_VIEW_BUFFER));
+    CU_ASSERT_TRUE(hidet_nccl__tune_uses(&t, HN_VIEW_WINDOW));
     /* equal texts, equal crc (what the ranks compare); another text, another crc */
     hn_tune_t u;
     CU_ASSERT_EQUAL_FATAL(parse(text, &u, why), 0);
@@ -30,12 +33,19 @@ static void test_builtin_and_picks(void) {
     CU_ASSERT_EQUAL_FATAL(parse("all_reduce * max buffer\n", &u, why), 0);
     CU_ASSERT_NOT_EQUAL(t.crc, u.crc);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&u, HN_TUNED_ALL_REDUCE, HIDET_NCCL_INT64, (size_t)-1), HN_VIEW_BUFFER);
+    CU_ASSERT_TRUE(hidet_nccl__tune_uses(&u, HN_VIEW_BUFFER));
+    CU_ASSERT_FALSE(hidet_nccl__tune_uses(&u, HN_VIEW_WINDOW));
     /* past the last range: plain; an empty table: plain */
     CU_ASSERT_EQUAL_FATAL(parse("# nothing but this\n\nreduce_scatter float64 100 window  # trailing comment", &u, why),
                           0);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&u, HN_TUNED_REDUCE_SCATTER, HIDET_NCCL_FLOAT64, 100), HN_VIEW_WINDOW);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&u, HN_TUNED_REDUCE_SCATTER, HIDET_NCCL_FLOAT64, 101), HN_VIEW_PLAIN);
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&u, HN_TUNED_ALL_REDUCE, HIDET_NCCL_FLOAT64, 1), HN_VIEW_PLAIN);
+    CU_ASSERT_TRUE(hidet_nccl__tune_uses(&u, HN_VIEW_WINDOW)); /* one dtype's one range is enough */
+    CU_ASSERT_FALSE(hidet_nccl__tune_uses(&u, HN_VIEW_BUFFER));
+    CU_ASSERT_EQUAL_FATAL(parse("all_reduce * max plain\n", &u, why), 0);
+    CU_ASSERT_FALSE(hidet_nccl__tune_uses(&u, HN_VIEW_BUFFER));
+    CU_ASSERT_FALSE(hidet_nccl__tune_uses(&u, HN_VIEW_WINDOW));
 }
 
 static void test_refusals(void) {
