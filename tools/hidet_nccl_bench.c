@@ -582,7 +582,7 @@ static void memory_modes(const ctx_t *ctx) {
         if (o.rank == 0) {
             double v[4];
             for (int k = 0; k < 4; k++) v[k] = size <= 64 ? t[k] * 1e6 : size / t[k] / 1e9 * bus;
-            printf("%12zu %9s | %9.2f %9.2f %9.2f %9.2f | %7s %7.3f %7.3f\n", size, dname, v[0], v[1], v[2], v[3],
+            printf("%12zu %9s | %9.3f %9.3f %9.3f %9.3f | %7s %7.3f %7.3f\n", size, dname, v[0], v[1], v[2], v[3],
                    names[best - 1], fmin(t[1], fmin(t[2], t[3])) / t[0], t[1] / t[0]);
             fflush(stdout);
         }
