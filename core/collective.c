@@ -18,12 +18,16 @@ hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, cudaSt
     HN_CHECK(hidet_nccl__registry_coll(comm_id, &slot));
     c->comm = slot.comm;
     c->trace = slot.trace;
-    if (slot.nranks > 0) c->nranks = slot.nranks; /* known for an owned communicator */
+    if (slot.nranks > 0 && slot.rank >= 0) { /* known for an owned communicator: NCCL is not asked per call */
+        c->nranks = slot.nranks;
+        c->rank = slot.rank;
+    }
     c->n = hidet_nccl__nccl_loaded(); /* a registered communicator implies a loaded NCCL */
     return HIDET_NCCL_SUCCESS;
 }
 
 hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
+    if (c->nranks > 0 && c->rank >= 0) return HIDET_NCCL_SUCCESS; /* from the registry */
     ncclResult_t r = c->nranks > 0 ? ncclSuccess : c->n->CommCount(c->comm, &c->nranks);
     if (r == ncclSuccess) r = c->n->CommUserRank(c->comm, &c->rank);
     if (r != ncclSuccess) {

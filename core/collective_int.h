@@ -26,7 +26,8 @@ typedef struct {
 
 /* The communicator of a live id that has not failed (nothing else is asked of NCCL yet). */
 hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, cudaStream_t stream, hn_coll_t *c);
-/* Its number of ranks and this rank, from NCCL. */
+/* Its number of ranks and this rank: an owned communicator's from the registry (set by
+ * coll_begin), a borrowed one's from NCCL. */
 hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c);
 
 /* How `count * blocks` elements of dtype move byte for byte: an NCCL type of the same width

@@ -148,7 +148,7 @@ hidet_nccl_status_t hidet_nccl__trace_dump(const char *dir, const char *reason, 
     if (dir == NULL)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
                        "no trace directory: give one, or set HIDET_NCCL_TRACE_DIR (hidet-nccl-run --trace-dir)");
-    int dfd;
+    int dfd = -1;
     HN_CHECK(open_dir(dir, &dfd));
     char name[64], tmp[96];
     file_name(name, sizeof name);

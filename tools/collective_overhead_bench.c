@@ -1,7 +1,9 @@
 /* What the library adds on the host to each collective call: every collective through the
  * library against the same NCCL function called directly, both into the recording stand-in
  * for NCCL (tests/support/fake_nccl.c, which only logs), so that only the host cost is left.
- *   collective_overhead_bench LIBFAKE_NCCL.so [CALLS] [cuda]
+ *   [COLD=1] collective_overhead_bench LIBFAKE_NCCL.so [CALLS] [cuda]
+ * COLD=1 reads 4 MiB between two calls (untimed), so that each call starts with the caches a
+ * real program leaves it (code and data evicted from L1 and L2), not warm from the last call.
  * With "cuda" (a GPU machine) the calls name a real CUDA stream, and a third column has the
  * recorder with completion tracking (a CUDA event recorded per call). 
  * Prints ns per call, library (flight recorder on, the default; and off) and direct, what the
@@ -30,20 +32,29 @@ static cudaStream_t g_stream = (cudaStream_t)(uintptr_t)0x5; /* a real one with 
 #define BATCH 1000 /* calls between two clears of the stand-in's log */
 
 typedef int (*call_fn)(void *ctx);
+static int g_cold;                     /* COLD=1 */
+static unsigned char g_evict[4 << 20]; /* read, not written: no stores left pending for the next call */
+static volatile unsigned g_sink;
 
 /* Median over 5 runs of ns per call of fn. */
 static double time_calls(call_fn fn, void *ctx, long calls) {
     double t[5];
     for (int rep = 0; rep < 5; rep++) {
         double start = now();
+        double evict = 0;
         for (long i = 0; i < calls; i++) {
             if (i % BATCH == 0) g_clear();
+            if (g_cold) {
+                double e0 = now();
+                for (size_t k = 0; k < sizeof g_evict; k += 64) g_sink += g_evict[k];
+                evict += now() - e0;
+            }
             if (fn(ctx) != 0) {
                 fprintf(stderr, "a call failed: %s\n", hidet_nccl_last_error());
                 exit(1);
             }
         }
-        t[rep] = (now() - start) / (double)calls * 1e9;
+        t[rep] = (now() - start - evict) / (double)calls * 1e9;
     }
     for (int i = 0; i < 5; i++)
         for (int j = i + 1; j < 5; j++)
@@ -115,6 +126,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     long calls = argc > 2 ? atol(argv[2]) : 1000000;
+    g_cold = getenv("COLD") != NULL;
     static fake_comm_t comm = {4, 0}, quiet = {4, 0}, tracked = {4, 0};
     ctx_t ctx = {-1, (ncclComm_t)(void *)&comm, NULL}, off = {-1, (ncclComm_t)(void *)&quiet, NULL},
           events = {-1, (ncclComm_t)(void *)&tracked, NULL};
@@ -165,7 +177,8 @@ int main(int argc, char **argv) {
         {"all_to_all (float32)", lib_all_to_all, raw_all_to_all},
         {"send (float32)", lib_send, raw_send},
     };
-    printf("# host time per call into a stand-in NCCL that only logs (median of 5 x %ld calls), 4 ranks\n", calls);
+    printf("# host time per call into a stand-in NCCL that only logs (median of 5 x %ld calls), 4 ranks%s\n", calls,
+           g_cold ? "; caches cold (4 MiB read between calls, untimed)" : "");
     printf("# library: flight recorder on (2048 entries, completion tracking off); off: HIDET_NCCL_TRACE_ENTRIES=0\n");
     printf("# %-30s %12s %12s %12s %12s %12s%s\n", "collective", "library ns", "off ns", "direct ns", "added ns",
            "recorder ns", cuda ? "   events ns" : "");

@@ -67,7 +67,12 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId i
 #endif
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return record("ncclCommDestroy", NULL, NULL, 0, 0, -1, -1, comm); }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return record("ncclCommAbort", NULL, NULL, 0, 0, -1, -1, comm); }
+static int g_queries; /* ncclCommCount and ncclCommUserRank calls */
+
+int fake_nccl_rank_queries(void) { return g_queries; }
+
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
+    g_queries++;
     *count = ((const fake_comm_t *)(const void *)comm)->nranks;
     return ncclSuccess;
 }
@@ -77,6 +82,7 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) {
     return ncclSuccess;
 }
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
+    g_queries++;
     *rank = ((const fake_comm_t *)(const void *)comm)->rank;
     return ncclSuccess;
 }

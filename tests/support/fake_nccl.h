@@ -31,6 +31,10 @@ typedef void (*fake_nccl_clear_fn)(void);
 const fake_call_t *fake_nccl_log(int *n, int *group_depth);
 void fake_nccl_clear(void);
 
+/* How many times ncclCommCount and ncclCommUserRank were called (dlsym it from the handle). */
+typedef int (*fake_nccl_rank_queries_fn)(void);
+int fake_nccl_rank_queries(void);
+
 /* For a test or bench (tests/support/fake_nccl_load.c, target fake_nccl_load): makes the
  * stand-in at path arg the library's NCCL (HIDET_NCCL_LIBRARY, hidet_nccl_load), gives its
  * version and log functions, and returns its dlopen handle; NULL (said on stderr) if not. */

@@ -7,11 +7,13 @@
  * in-place and overlap rules, overflow, NULL buffers, count 0, the grouped send/recv forms
  * (also forced by HIDET_NCCL_GROUPED_P2P=1), groups balanced on failure, failures named, and
  * scaled-sum ops tied to their communicator and dtype. */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/registry_int.h"
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
 #include "tests/support/fake_nccl.h"
@@ -21,6 +23,7 @@ static fake_nccl_clear_fn g_clear;
 static fake_comm_t g_comm4 = {4, 1}, g_root4 = {4, 0}, g_other = {4, 2};
 static int g_id, g_root_id, g_other_id; /* rank 1 of 4; rank 0 of 4; another communicator */
 static int g_new;                       /* the fake is NCCL 2.28 (else 2.10) */
+static fake_nccl_rank_queries_fn g_queries;
 static char g_buf[1 << 16];
 #define STREAM ((cudaStream_t)(uintptr_t)0x5)
 
@@ -406,13 +409,46 @@ static void test_one_rank_scaled_sum(void) {
     HN_ASSERT_STATUS(hidet_nccl_comm_destroy(id), HIDET_NCCL_SUCCESS, NULL);
 }
 
+/* An owned communicator's rank and size come from the registry: a collective asks NCCL
+ * nothing but the collective (a borrowed one's are asked each call). */
+static void test_owned_ranks_not_asked(void) {
+    static fake_comm_t comm = {4, 2};
+    int id, before = g_queries();
+    HN_ASSERT_STATUS(hidet_nccl_all_gather(g_id, g_buf, g_buf + 4096, 8, HIDET_NCCL_UINT8, STREAM),
+                     HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT(g_queries() > before); /* borrowed: asked */
+    HN_ASSERT_STATUS(hidet_nccl__registry_add((ncclComm_t)(void *)&comm, 1, 4, 2, 0x1234u, &id), HIDET_NCCL_SUCCESS,
+                     NULL);
+    before = g_queries();
+    g_clear();
+    /* in place at rank 2's block, which only the right rank accepts */
+    HN_ASSERT_STATUS(hidet_nccl_all_gather(id, g_buf + 2 * 8, g_buf, 8, HIDET_NCCL_UINT8, STREAM), HIDET_NCCL_SUCCESS,
+                     NULL);
+    HN_ASSERT_STATUS(hidet_nccl_reduce_scatter(id, g_buf, g_buf + 4096, 8, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, STREAM),
+                     HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_send(id, g_buf, 8, HIDET_NCCL_FLOAT32, 3, STREAM), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_send(id, g_buf, 8, HIDET_NCCL_FLOAT32, 4, STREAM), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "peer 4 is not a rank");
+    CU_ASSERT_EQUAL(g_queries(), before);
+    int n;
+    calls(&n);
+    CU_ASSERT_EQUAL(n, 3);
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(id), HIDET_NCCL_SUCCESS, NULL);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s LIBFAKE_NCCL.so\n", argv[0]);
         return 2;
     }
     int version = 0;
-    if (fake_nccl_load(argv[1], &version, &g_log, &g_clear) == NULL) return 1;
+    void *fake = fake_nccl_load(argv[1], &version, &g_log, &g_clear);
+    if (fake == NULL) return 1;
+    *(void **)&g_queries = dlsym(fake, "fake_nccl_rank_queries");
+    if (g_queries == NULL) {
+        fprintf(stderr, "%s has no fake_nccl_rank_queries\n", argv[1]);
+        return 1;
+    }
     g_new = version >= 22800;
     if (hidet_nccl_comm_adopt((ncclComm_t)(void *)&g_comm4, &g_id) ||
         hidet_nccl_comm_adopt((ncclComm_t)(void *)&g_root4, &g_root_id) ||
@@ -431,6 +467,7 @@ int main(int argc, char **argv) {
         {"NCCL failures named, groups balanced", test_failures_named},
         {"scaled sums tied to a communicator and a dtype", test_premul_sum},
         {"a one-rank scaled sum in two parts", test_one_rank_scaled_sum},
+        {"an owned communicator's ranks not asked of NCCL per call", test_owned_ranks_not_asked},
         {NULL, NULL},
     };
     return hn_run_tests("collectives", tests);
