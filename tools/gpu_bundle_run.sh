@@ -48,7 +48,9 @@ run mpi_gpu_test mpirun "${mpirun_args[@]}" "$bin/mpi_gpu_test"
 run launcher_gpu_test "${launch[@]}" "$bin/launcher_gpu_test"
 run collectives_gpu_test "${launch[@]}" "$bin/collectives_gpu_test"
 run mem_gpu_test "${launch[@]}" "$bin/mem_gpu_test"
-run mem_gpu_test_window_table "$here/mem_window_table.sh" "$bin/hidet-nccl-run" "$n" "$bin/mem_gpu_test"
+for table in window plain mismatch; do
+    run "mem_gpu_test_${table}_table" "$here/mem_table.sh" "$bin/hidet-nccl-run" "$n" "$bin/mem_gpu_test" "$table"
+done
 # Scalable init with every rank a root (HIDET_NCCL_RANKS_PER_ROOT=1): ncclCommInitRankScalable.
 roots() { # command...: runs it at INFO and requires an init to have said it used n roots (the
     # whole output is read first: a reader that stops early would give the launcher a SIGPIPE)

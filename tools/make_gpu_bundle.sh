@@ -65,7 +65,7 @@ cp "$fdir/fortran_all_reduce" "$fdir/fortran_mpi_all_reduce" "$fdir/fortran_cg_s
 rm -rf "$fdir"
 cp tools/gpu_bundle_run.sh "$dest/run.sh"
 cp tests/gpu/peer_death.sh "$dest/peer_death.sh"
-cp tests/gpu/mem_window_table.sh "$dest/mem_window_table.sh"
+cp tests/gpu/mem_table.sh "$dest/mem_table.sh"
 cp tools/gpu_two_nodes.sh "$dest/two_nodes.sh"
 cp tools/gpu_buffer_targets.sh "$dest/buffer_targets.sh"
 cp tools/check_buffer_targets.py "$dest/"

@@ -1,7 +1,8 @@
 /* Library memory on GPUs, one process per GPU (hidet-nccl-run -n N mem_gpu_test): memory
  * registered AUTO gives exact all_reduce (float32, bfloat16), all_gather and reduce_scatter at
  * sizes that take each view, inside a CUDA graph too; it makes a sibling communicator per view
- * its tuning table takes (MEM_GPU_TEST_SIBLINGS, default 2: the built-in table); freeing or deregistering memory a
+ * its tuning table takes (MEM_GPU_TEST_SIBLINGS, default 2: the built-in table), and with
+ * MEM_GPU_TEST_MISMATCH ranks given different tables are told so, not left waiting; freeing or deregistering memory a
  * pending collective uses is refused and loses nothing; a window on memory not from the
  * library is refused; 20 alloc / register / all_reduce / deregister / free cycles keep no
  * device memory; a communicator made with NCCL's knobs (CTA policy, min/max CTAs, name, split
@@ -100,6 +101,20 @@ int main(void) {
     size_t before, after, total_mem;
     CU(cudaDeviceSynchronize());
     CU(cudaMemGetInfo(&before, &total_mem));
+    if (getenv("MEM_GPU_TEST_MISMATCH") != NULL) { /* mem_table.sh mismatch: each rank another table */
+        if (g_n < 2) {
+            fprintf(stderr, "FAIL: MEM_GPU_TEST_MISMATCH needs at least 2 ranks; this run has %d\n", g_n);
+            return 1;
+        }
+        expect(hidet_nccl_register(id, mem, max_bytes, HIDET_NCCL_REGISTER_AUTO, &h), HIDET_NCCL_ERROR_INVALID_USAGE,
+               "read different tuning tables", "AUTO registration with another table on another rank");
+        all_reduce_exact(id, mem, 1 << 16, HIDET_NCCL_FLOAT32, s, host); /* the communicator still works */
+        HN(hidet_nccl_mem_free(mem));
+        printf("rank %d: %d checks, %d wrong\n", g_rank, g_checks, g_wrong);
+        HN(hidet_nccl_finalize());
+        if (g_wrong == 0) printf("rank %d: mem_gpu_test OK\n", g_rank);
+        return g_wrong != 0;
+    }
     int ids_before, ids_after;
     HN(hidet_nccl_comm_count(&ids_before));
     HN(hidet_nccl_register(id, mem, max_bytes, HIDET_NCCL_REGISTER_AUTO, &h));
@@ -116,8 +131,8 @@ int main(void) {
     HN(hidet_nccl_all_reduce(id, mem, mem, 1 << 16, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
     CU(cudaStreamSynchronize(s));
     CU(cudaMemGetInfo(&after, &total_mem));
-    printf("rank %d: the first AUTO registration (%d sibling communicators, connected) took %.1f MiB of device "
-           "memory\n",
+    printf("rank %d: the first AUTO registration (%d communicator ids: its siblings, or a split that only checks the "
+           "tables) took %.1f MiB of device memory\n",
            g_rank, ids_after - ids_before, ((double)before - (double)after) / (1 << 20));
 
     /* every view: 8 B .. 64 MiB */
