@@ -42,6 +42,7 @@ static pthread_cond_t g_pool_cond; /* on CLOCK_MONOTONIC */
 static pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
 static int g_waiting;   /* a kept helper waits for a call */
 static job_t *g_handed; /* the call handed to it */
+static atomic_int g_helpers; /* helper threads alive */
 
 /* A fork's child has no helper: the parent's kept one stays in the parent. */
 static void pool_prepare(void) { pthread_mutex_lock(&g_pool); }
@@ -49,6 +50,7 @@ static void pool_parent(void) { pthread_mutex_unlock(&g_pool); }
 static void pool_child(void) {
     g_waiting = 0;
     g_handed = NULL;
+    atomic_store(&g_helpers, 0);
     pthread_mutex_unlock(&g_pool);
 }
 
@@ -66,34 +68,42 @@ static void pool_init(void) {
     pthread_atfork(pool_prepare, pool_parent, pool_child);
 }
 
-/* Runs one call; afterwards the job belongs to the caller, unless the caller gave up. */
-static void run(job_t *j) {
+/* This helper takes the kept place, if free: 1 if it did. */
+static int claim_kept_place(void) {
+    pthread_mutex_lock(&g_pool);
+    int taken = !g_waiting;
+    if (taken) g_waiting = 1;
+    pthread_mutex_unlock(&g_pool);
+    return taken;
+}
+
+/* Runs one call; afterwards the job belongs to the caller, unless the caller gave up. 1 when
+ * this helper is then the kept one: claimed before the caller is told, so that the caller's
+ * next call finds it; after the late hook for an abandoned call (which may take long). */
+static int run(job_t *j) {
     ncclResult_t r = ncclSystemError;
     cudaError_t ce = j->device >= 0 ? cudaSetDevice(j->device) : cudaSuccess; /* per thread; NCCL uses it */
     if (ce == cudaSuccess) r = j->call.run(j->arg);
     pthread_mutex_lock(&j->lock);
+    int abandoned = j->abandoned;
+    int kept = !abandoned && claim_kept_place();
     j->done = 1;
     j->result = r;
     j->cuda = ce;
-    int abandoned = j->abandoned;
     pthread_cond_signal(&j->cond);
     pthread_mutex_unlock(&j->lock);
     if (abandoned) { /* the caller has gone: the job is ours */
         if (ce == cudaSuccess && j->call.late != NULL) j->call.late(j->arg, r);
         atomic_fetch_sub(&g_abandoned, 1);
         free_job(j);
+        kept = claim_kept_place();
     }
+    return kept;
 }
 
-/* The next call for this helper as the kept one, or NULL (one is kept already, or none came
- * within KEEP_S): the thread ends. */
+/* The next call for the kept helper, or NULL (none came within KEEP_S): the thread ends. */
 static job_t *next_call(void) {
     pthread_mutex_lock(&g_pool);
-    if (g_waiting) {
-        pthread_mutex_unlock(&g_pool);
-        return NULL;
-    }
-    g_waiting = 1;
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     deadline.tv_sec += KEEP_S;
@@ -106,9 +116,13 @@ static job_t *next_call(void) {
 }
 
 static void *helper(void *p) {
-    for (job_t *j = p; j != NULL; j = next_call()) run(j);
+    atomic_fetch_add(&g_helpers, 1);
+    for (job_t *j = p; j != NULL; j = run(j) ? next_call() : NULL) continue;
+    atomic_fetch_sub(&g_helpers, 1);
     return NULL;
 }
+
+int hidet_nccl__blocking_helpers_alive(void) { return atomic_load(&g_helpers); }
 
 int hidet_nccl__blocking_helper_kept(void) {
     pthread_mutex_lock(&g_pool);

@@ -31,6 +31,8 @@ hidet_nccl_status_t hidet_nccl__blocking_call(const hn_blocking_call_t *call, vo
 
 /* Helpers left behind by a deadline that are still inside NCCL. */
 int hidet_nccl__blocking_calls_abandoned(void);
+/* Helper threads alive (for tests: one left by an abandoned call settles as the kept one, or ends). */
+int hidet_nccl__blocking_helpers_alive(void);
 /* 1 while a kept helper waits for the next call. */
 int hidet_nccl__blocking_helper_kept(void);
 

@@ -88,23 +88,34 @@ static void test_many_at_once(void) {
     }
 }
 
-/* Until a helper is kept (10 s at most: valgrind is slow). */
+/* Until one helper is left and it is kept (10 s at most: valgrind is slow); the helper of the
+ * abandoned call of test_deadline ends once it finds another kept. */
 static void wait_kept(void) {
-    for (int i = 0; i < 1000 && !hidet_nccl__blocking_helper_kept(); i++) usleep(10 * 1000);
+    for (int i = 0; i < 1000 && !(hidet_nccl__blocking_helper_kept() && hidet_nccl__blocking_helpers_alive() == 1); i++)
+        usleep(10 * 1000);
     CU_ASSERT(hidet_nccl__blocking_helper_kept());
+    CU_ASSERT_EQUAL(hidet_nccl__blocking_helpers_alive(), 1);
 }
 
-/* Calls one after another run on one kept helper, not on the caller's thread; in a fork's
- * child (where the parent's kept helper does not exist) a call still runs, on a new helper. */
+/* Calls one after another run on one kept helper, not on the caller's thread, with no wait
+ * between them (the helper takes the kept place before its caller is told); in a fork's child
+ * (where the parent's kept helper does not exist) a call still runs, on a new helper. */
 static void test_kept_helper(void) {
     job_t a = {1, 0, 0, ncclSuccess, 0}, b = {2, 0, 0, ncclSuccess, 0};
     ncclResult_t r;
     HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &a, sizeof a, -1, 5.0, "first", &r), HIDET_NCCL_SUCCESS, NULL);
-    wait_kept(); /* the helper is kept once its call is done */
+    wait_kept();
     HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &b, sizeof b, -1, 5.0, "second", &r), HIDET_NCCL_SUCCESS, NULL);
     CU_ASSERT_EQUAL(a.tid, b.tid);
     CU_ASSERT_NOT_EQUAL(a.tid, gettid());
     CU_ASSERT_EQUAL(b.out, 4);
+    for (int k = 0; k < 20; k++) { /* back to back */
+        job_t c = {k, 0, 0, ncclSuccess, 0};
+        HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &c, sizeof c, -1, 5.0, "again", &r), HIDET_NCCL_SUCCESS,
+                         NULL);
+        CU_ASSERT_EQUAL(c.tid, a.tid);
+    }
+    CU_ASSERT_EQUAL(hidet_nccl__blocking_helpers_alive(), 1);
     wait_kept(); /* the child inherits the state of a kept helper, not the helper */
     pid_t pid = fork();
     if (pid == 0) {
