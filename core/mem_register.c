@@ -100,13 +100,10 @@ static hidet_nccl_status_t views_of(int comm_id, ncclComm_t comm, hn_views_t *ou
     hn_views_t made = {comm_id, {comm_id, -1, -1}, {comm, NULL, NULL}, t};
     double start = hidet_nccl__now();
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    int made_any = 0;
     for (int k = HN_VIEW_BUFFER; k < HN_NUM_VIEWS && st == HIDET_NCCL_SUCCESS; k++) /* the same on every rank */
-        if (hidet_nccl__tune_uses(t, (hn_view_t)k)) {
-            st = sibling(comm_id, nranks, rank, t, &made.ids[k], &made.comms[k]);
-            made_any = 1;
-        }
-    if (st == HIDET_NCCL_SUCCESS && !made_any) { /* a table of plain memory only: one split, not kept, so that */
+        if (hidet_nccl__tune_uses(t, (hn_view_t)k)) st = sibling(comm_id, nranks, rank, t, &made.ids[k], &made.comms[k]);
+    int none = made.ids[HN_VIEW_BUFFER] < 0 && made.ids[HN_VIEW_WINDOW] < 0;
+    if (st == HIDET_NCCL_SUCCESS && none) { /* a table of plain memory only: one split, not kept, so that */
         int check;                               /* a rank with another table is told, not left waiting */
         ncclComm_t unused;
         st = sibling(comm_id, nranks, rank, t, &check, &unused);

@@ -86,6 +86,15 @@ static void all_reduce_exact(int id, void *p, size_t count, hidet_nccl_dtype_t d
           count);
 }
 
+/* The summary line, finalize, and the exit code. */
+static int finish(void *host) {
+    printf("rank %d: %d checks, %d wrong\n", g_rank, g_checks, g_wrong);
+    HN(hidet_nccl_finalize());
+    free(host);
+    if (g_wrong == 0) printf("rank %d: mem_gpu_test OK\n", g_rank);
+    return g_wrong != 0;
+}
+
 int main(void) {
     int id;
     HN(hidet_nccl_init(&id));
@@ -110,10 +119,7 @@ int main(void) {
                "read different tuning tables", "AUTO registration with another table on another rank");
         all_reduce_exact(id, mem, 1 << 16, HIDET_NCCL_FLOAT32, s, host); /* the communicator still works */
         HN(hidet_nccl_mem_free(mem));
-        printf("rank %d: %d checks, %d wrong\n", g_rank, g_checks, g_wrong);
-        HN(hidet_nccl_finalize());
-        if (g_wrong == 0) printf("rank %d: mem_gpu_test OK\n", g_rank);
-        return g_wrong != 0;
+        return finish(host);
     }
     int ids_before, ids_after;
     HN(hidet_nccl_comm_count(&ids_before));
@@ -266,9 +272,5 @@ int main(void) {
     HN(hidet_nccl_comm_destroy(id3));
     HN(hidet_nccl_mem_free(p));
 
-    printf("rank %d: %d checks, %d wrong\n", g_rank, g_checks, g_wrong);
-    HN(hidet_nccl_finalize());
-    free(host);
-    if (g_wrong == 0) printf("rank %d: mem_gpu_test OK\n", g_rank);
-    return g_wrong != 0;
+    return finish(host);
 }
