@@ -592,9 +592,3 @@ const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_file_v2 = {
     .allgather = file_allgather,
     .finalize = file_finalize,
 };
-
-hidet_nccl_status_t hidet_nccl_bootstrap_file(const hidet_nccl_file_bootstrap_params_t *params,
-                                              hidet_nccl_bootstrap_h *out) {
-    HN_ENTER();
-    return hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_file_v2, params, out);
-}

@@ -311,8 +311,3 @@ const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_pmix_v2 = {
 };
 
 #endif
-
-hidet_nccl_status_t hidet_nccl_bootstrap_pmix(hidet_nccl_bootstrap_h *out) {
-    HN_ENTER();
-    return hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_pmix_v2, NULL, out);
-}

@@ -431,9 +431,3 @@ const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_socket_v2 = {
     .allgather = socket_allgather,
     .finalize = socket_finalize,
 };
-
-hidet_nccl_status_t hidet_nccl_bootstrap_socket(const hidet_nccl_socket_bootstrap_params_t *params,
-                                                hidet_nccl_bootstrap_h *out) {
-    HN_ENTER();
-    return hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_socket_v2, params, out);
-}

@@ -1,7 +1,7 @@
 /* hidet_nccl_all_gather: every dtype moved byte for byte, one ncclAllGather. */
 #include "core/collective_int.h"
 #include "core/error_int.h"
-#include "core/mem_int.h"
+#include "core/mem_route_int.h"
 
 hidet_nccl_status_t hidet_nccl_all_gather(int comm_id, const void *sendbuff, void *recvbuff, size_t sendcount,
                                           hidet_nccl_dtype_t dtype, cudaStream_t stream) {

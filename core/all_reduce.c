@@ -1,7 +1,8 @@
 /* hidet_nccl_all_reduce: argument checks, the dtype table (or a scaled sum), one ncclAllReduce. */
 #include "core/collective_int.h"
+#include "core/custom_op_int.h"
 #include "core/error_int.h"
-#include "core/mem_int.h"
+#include "core/mem_route_int.h"
 
 hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
                                           hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, cudaStream_t stream) {

@@ -1,12 +1,12 @@
 /* Bootstrap handles: checking and loading plug-ins (version 2, and version 1 through the
- * adapter), the choice from the environment, and the calls the core makes on them. */
+ * adapter), and the calls the core makes on them. The choice from the environment is in
+ * core/bootstrap_env.c. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/bootstrap_int.h"
-#include "core/bootstrap_table_int.h"
 #include "core/bootstrap_v1_int.h"
 #include "core/error_int.h"
 #include "core/settings_int.h"
@@ -159,48 +159,6 @@ hidet_nccl_status_t hidet_nccl_bootstrap_load(const char *path, const void *para
     }
     if (st != HIDET_NCCL_SUCCESS) dlclose(h);
     return st;
-}
-
-/* The names of the built-in backends, for messages: "'file'". */
-static void builtin_names(char *out, size_t n) {
-    size_t used = 0;
-    out[0] = '\0';
-    for (int i = 0; i < hidet_nccl__num_builtin_bootstraps && used < n; i++)
-        used += (size_t)snprintf(out + used, n - used, "%s'%s'", i ? ", " : "", hidet_nccl__builtin_bootstraps[i].name);
-}
-
-hidet_nccl_status_t hidet_nccl_bootstrap_from_env(hidet_nccl_bootstrap_h *out) {
-    HN_ENTER();
-    HN_CHECK_NOT_NULL(out);
-    *out = NULL;
-    const char *choice = hidet_nccl__setting_str(HN_SETTING_BOOTSTRAP);
-    char names[128];
-    builtin_names(names, sizeof names);
-    if (choice != NULL) {
-        for (int i = 0; i < hidet_nccl__num_builtin_bootstraps; i++)
-            if (strcmp(choice, hidet_nccl__builtin_bootstraps[i].name) == 0)
-                return hidet_nccl_bootstrap_create(hidet_nccl__builtin_bootstraps[i].ops, NULL, out);
-        if (strchr(choice, '/') != NULL) return hidet_nccl_bootstrap_load(choice, NULL, out);
-        if (strcmp(choice, "mpi") == 0)
-            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
-                           "HIDET_NCCL_BOOTSTRAP=mpi needs libhidet_nccl_mpi.a: call hidet_nccl_mpi_init "
-                           "(hidet_nccl/bootstrap_mpi.h)");
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
-                       "HIDET_NCCL_BOOTSTRAP='%.200s' is not a built-in bootstrap (%s), 'mpi' or a plug-in path "
-                       "(containing '/')", choice, names);
-    }
-    for (int i = 0; i < hidet_nccl__num_builtin_bootstraps; i++) {
-        const hn_builtin_bootstrap_t *b = &hidet_nccl__builtin_bootstraps[i];
-        if (b->chosen_when_set != HN_NUM_SETTINGS && hidet_nccl__setting_is_set(b->chosen_when_set)) {
-            HN_INFO("bootstrap '%s' chosen from the environment", b->name);
-            return hidet_nccl_bootstrap_create(b->ops, NULL, out);
-        }
-    }
-    return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP,
-                   "no bootstrap found in the environment: start the program with hidet-nccl-run, or with a PMIx "
-                   "launcher (mpirun, srun --mpi=pmix), or set HIDET_NCCL_RENDEZVOUS_DIR to a directory all ranks "
-                   "share (Slurm), or HIDET_NCCL_BOOTSTRAP to a built-in bootstrap (%s) or a plug-in path; MPI "
-                   "programs use hidet_nccl_mpi_init", names);
 }
 
 hidet_nccl_status_t hidet_nccl_bootstrap_destroy(hidet_nccl_bootstrap_h bs) {

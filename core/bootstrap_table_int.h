@@ -11,6 +11,7 @@ typedef struct {
     const char *name;
     const hidet_nccl_bootstrap_t *ops;
     hn_setting_t chosen_when_set; /* HN_NUM_SETTINGS: only by name */
+    const char *how;              /* how a user gets it chosen, for "no bootstrap found" */
 } hn_builtin_bootstrap_t;
 extern const hn_builtin_bootstrap_t hidet_nccl__builtin_bootstraps[];
 extern const int hidet_nccl__num_builtin_bootstraps;

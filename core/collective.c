@@ -4,6 +4,7 @@
 
 #include "core/collective_int.h"
 #include "core/cuda_int.h"
+#include "core/custom_op_int.h"
 #include "core/dtype_int.h"
 #include "core/error_int.h"
 #include "core/group_int.h"
@@ -65,7 +66,7 @@ hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtype_t dty
     ncclRedOp_t nccl_op = 0;
     c->op = (int)op;
     int custom = hidet_nccl__is_custom_op(op);
-    if (custom) HN_CHECK(hidet_nccl__custom_op(c, dtype, op, &nccl_op));
+    if (custom) HN_CHECK(hidet_nccl__custom_op(c->name, c->id, c->comm, dtype, op, &nccl_op));
     /* the table, the NCCL version, and count's bytes against size_t */
     HN_CHECK(hidet_nccl__plan_for(c->name, dtype, custom ? HIDET_NCCL_SUM : op, count, c->n->version, red, nccl_count));
     if (custom) red->nccl_op = nccl_op;
@@ -112,7 +113,9 @@ hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_o
     if (!*done) return HIDET_NCCL_SUCCESS;
     size_t elem = hidet_nccl__nccl_type_size(red->nccl_dtype);
     if (!hidet_nccl__is_custom_op(op)) { /* every op of one value is that value: a copy, exact */
-        if (c->trace != NULL) hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, -1, stream, ncclSuccess);
+        if (c->trace != NULL)
+            hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, -1, stream, ncclSuccess,
+                                     hidet_nccl__group_depth() > 0);
         if (recv == send) return HIDET_NCCL_SUCCESS;
         cudaError_t e = cudaMemcpyAsync(recv, send, nccl_count * elem, cudaMemcpyDeviceToDevice, stream);
         if (e == cudaSuccess) return HIDET_NCCL_SUCCESS;
@@ -132,7 +135,8 @@ hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_o
 hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call, size_t count,
                                          hidet_nccl_dtype_t dtype, const char *who, int rank) {
     if (c->trace != NULL)
-        hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, who != NULL ? rank : -1, c->stream, r);
+        hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, who != NULL ? rank : -1, c->stream, r,
+                                 hidet_nccl__group_depth() > 0);
     if (r == ncclSuccess) {
         if (hidet_nccl__group_depth() > 0) return hidet_nccl__group_track(c->comm);
         return HIDET_NCCL_SUCCESS;

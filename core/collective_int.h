@@ -72,11 +72,4 @@ hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, con
  * NCCL lacks the native call (native NULL), or HIDET_NCCL_GROUPED_P2P=1. */
 hidet_nccl_status_t hidet_nccl__grouped_p2p(const void *native, int *grouped);
 
-/* The NCCL op of a hidet_nccl_op_premul_sum op, for communicator c and dtype; an error when
- * it is not one of c's, or was made for another dtype, or is destroyed. */
-hidet_nccl_status_t hidet_nccl__custom_op(const hn_coll_t *c, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
-                                          ncclRedOp_t *nccl_op);
-/* 1 if op is in the range of premul_sum ops (it may still be invalid). */
-int hidet_nccl__is_custom_op(hidet_nccl_op_t op);
-
 #endif

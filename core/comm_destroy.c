@@ -1,4 +1,6 @@
-/* hidet_nccl_comm_destroy and hidet_nccl_finalize: releasing what the library owns, once. */
+/* hidet_nccl_comm_destroy and hidet_nccl_finalize: releasing what the library owns, once;
+ * first what the layers above keep per communicator, through the droppers they give. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -7,9 +9,47 @@
 #include "core/error_int.h"
 #include "core/finalize_hooks_int.h"
 #include "core/log_int.h"
-#include "core/mem_int.h"
 #include "core/registry_int.h"
 #include "core/wait_int.h"
+
+#define MAX_DROPPERS 4
+
+static pthread_mutex_t g_drop_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void (*comm)(int comm_id, int abandon);
+    void (*all)(void);
+} g_droppers[MAX_DROPPERS];
+static int g_ndroppers;
+
+void hidet_nccl__at_comm_drop(void (*comm)(int comm_id, int abandon), void (*all)(void)) {
+    pthread_mutex_lock(&g_drop_lock);
+    int known = 0;
+    for (int i = 0; i < g_ndroppers; i++) known |= g_droppers[i].comm == comm && g_droppers[i].all == all;
+    if (!known && g_ndroppers < MAX_DROPPERS) {
+        g_droppers[g_ndroppers].comm = comm;
+        g_droppers[g_ndroppers].all = all;
+        g_ndroppers++;
+    }
+    pthread_mutex_unlock(&g_drop_lock);
+}
+
+/* The droppers given so far (a copy: they run without the lock). */
+static int droppers(void (*comm[MAX_DROPPERS])(int, int), void (*all[MAX_DROPPERS])(void)) {
+    pthread_mutex_lock(&g_drop_lock);
+    int n = g_ndroppers;
+    for (int i = 0; i < n; i++) {
+        comm[i] = g_droppers[i].comm;
+        all[i] = g_droppers[i].all;
+    }
+    pthread_mutex_unlock(&g_drop_lock);
+    return n;
+}
+
+void hidet_nccl__comm_drop(int comm_id, int abandon) {
+    void (*comm[MAX_DROPPERS])(int, int), (*all[MAX_DROPPERS])(void);
+    int n = droppers(comm, all);
+    for (int i = 0; i < n; i++) comm[i](comm_id, abandon);
+}
 
 /* ncclCommFinalize (awaited, non-blocking communicators need it) then ncclCommDestroy.
  * A finalize that fails or passes the deadline aborts the communicator instead. */
@@ -51,7 +91,7 @@ hidet_nccl_status_t hidet_nccl_comm_destroy(int comm_id) {
     HN_ENTER();
     hn_slot_t slot;
     HN_CHECK(hidet_nccl__registry_get(comm_id, 1, &slot));
-    hidet_nccl__mem_drop_comm(comm_id, slot.failed); /* its registrations and siblings first */
+    hidet_nccl__comm_drop(comm_id, slot.failed); /* its registrations and siblings first */
     return hidet_nccl__destroy_id(comm_id);
 }
 
@@ -67,7 +107,9 @@ hidet_nccl_status_t hidet_nccl__destroy_id(int comm_id) {
 
 hidet_nccl_status_t hidet_nccl_finalize(void) {
     HN_ENTER();
-    hidet_nccl__mem_drop_all(); /* registrations undone while their communicators live */
+    void (*comm[MAX_DROPPERS])(int, int), (*all[MAX_DROPPERS])(void);
+    int ndroppers = droppers(comm, all);
+    for (int i = 0; i < ndroppers; i++) all[i](); /* registrations undone while their communicators live */
     hn_registered_t *slots;
     int count;
     HN_CHECK(hidet_nccl__registry_take_all(&slots, &count));

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/comm_destroy_int.h"
 #include "core/cuda_int.h"
 #include "core/error_int.h"
 #include "core/health_int.h"
-#include "core/mem_int.h"
 #include "core/registry_int.h"
 #include "core/trace_int.h"
 #include "core/wait_int.h"
@@ -19,7 +19,7 @@ static void abort_comm(const hn_nccl_t *n, int id, const char *event) {
     int owned;
     char why[192];
     snprintf(why, sizeof why, "aborted after %s", event);
-    hidet_nccl__mem_drop_comm(id, 1); /* its registrations forgotten, its siblings aborted */
+    hidet_nccl__comm_drop(id, 1); /* its registrations forgotten, its siblings aborted */
     if (hidet_nccl__registry_kill(id, why, &comm, &owned, NULL) != HIDET_NCCL_SUCCESS) return; /* gone already */
     if (owned) {
         n->CommAbort(comm);
@@ -89,7 +89,7 @@ hidet_nccl_status_t hidet_nccl_comm_abort(int comm_id) {
     hn_slot_t slot;
     HN_CHECK(hidet_nccl__registry_get(comm_id, 1, &slot));
     hidet_nccl__trace_dump_on_failure("hidet_nccl_comm_abort");
-    hidet_nccl__mem_drop_comm(comm_id, 1);
+    hidet_nccl__comm_drop(comm_id, 1);
     HN_CHECK(hidet_nccl__registry_kill(comm_id, "aborted by hidet_nccl_comm_abort", &comm, &owned, NULL));
     if (owned) hidet_nccl__nccl_loaded()->CommAbort(comm);
     return HIDET_NCCL_SUCCESS;

@@ -8,6 +8,7 @@
 #include "core/comm_split_int.h"
 #include "core/error_int.h"
 #include "core/group_int.h"
+#include "core/nccl_loader_int.h"
 #include "core/nccl_version_int.h"
 #include "core/registry_int.h"
 #include "core/wait_int.h"

@@ -7,6 +7,7 @@
 #include "core/error_int.h"
 #include "core/log_int.h"
 #include "core/mem_int.h"
+#include "core/nccl_loader_int.h"
 #include "core/nccl_version_int.h"
 #include "core/registry_int.h"
 
@@ -31,6 +32,7 @@ hidet_nccl_status_t hidet_nccl_mem_alloc(int comm_id, size_t bytes, void **ptr) 
         snprintf(call, sizeof call, "ncclMemAlloc of %zu bytes on GPU %d", bytes, device);
         return hidet_nccl__nccl_fail(__func__, call, r, NULL);
     }
+    hidet_nccl__mem_keep();
     hidet_nccl__mem_lock();
     hn_alloc_t *a = hidet_nccl__mem_add_alloc(&(hn_alloc_t){p, bytes, device, NULL, 0});
     hidet_nccl__mem_unlock();

@@ -1,13 +1,16 @@
 /* Internal: library memory (hidet_nccl_mem_alloc), its registrations, and the siblings of a
- * communicator that AUTO registrations make (core/mem_state.c). What a collective on such
- * memory asks: is its buffer inside what it starts in, which communicator runs it. */
+ * communicator that AUTO registrations make: the tables (core/mem_state.c), NCCL's side of a
+ * registration (core/mem_window.c), what goes with a communicator (core/mem_drop.c). */
 #ifndef HIDET_NCCL_CORE_MEM_INT_H_
 #define HIDET_NCCL_CORE_MEM_INT_H_
 
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "core/collective_int.h"
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "core/nccl_loader_int.h"
 #include "core/tune_table_int.h"
 
 /* Allocations and registrations alive in the process: 0 keeps collectives off the tables. */
@@ -42,22 +45,6 @@ typedef struct {
     const hn_tune_t *tune;
 } hn_views_t;
 
-/* Slow path of hidet_nccl__mem_route. */
-hidet_nccl_status_t hidet_nccl__mem_route_slow(hn_coll_t *c, int coll, hidet_nccl_dtype_t dtype, size_t bytes,
-                                               const void *a, size_t a_bytes, const void *b, size_t b_bytes);
-
-/* Before a collective's NCCL call, when library memory exists: a buffer (a, b; NULL: none)
- * that starts inside an allocation or a registration of the communicator must end inside it
- * (else an error naming both), and they remember the stream; with AUTO registrations on the
- * communicator, c->comm becomes the view the tuning table picks for coll (an hn_tuned_t;
- * -1: none), dtype and bytes; a scaled sum (c->op from hidet_nccl_op_premul_sum) stays on its
- * communicator. */
-static inline hidet_nccl_status_t hidet_nccl__mem_route(hn_coll_t *c, int coll, hidet_nccl_dtype_t dtype, size_t bytes,
-                                                        const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
-    if (atomic_load_explicit(&hidet_nccl__mem_live, memory_order_relaxed) == 0) return HIDET_NCCL_SUCCESS;
-    return hidet_nccl__mem_route_slow(c, coll, dtype, bytes, a, a_bytes, b, b_bytes);
-}
-
 /* The tables, under their lock (mem_lock / mem_unlock). */
 void hidet_nccl__mem_lock(void);
 void hidet_nccl__mem_unlock(void);
@@ -75,16 +62,28 @@ hn_views_t *hidet_nccl__mem_find_views(int comm_id);
 void hidet_nccl__mem_remove_alloc(hn_alloc_t *a);
 void hidet_nccl__mem_remove_reg(hn_reg_t *r);
 void hidet_nccl__mem_remove_views(hn_views_t *v);
+/* The first entry of comm_id (< 0: any), copied into *out and removed, under the lock; 0 when
+ * none. */
+int hidet_nccl__mem_take_reg(int comm_id, hn_reg_t *out);
+int hidet_nccl__mem_take_views(int comm_id, hn_views_t *out);
+int hidet_nccl__mem_take_alloc(hn_alloc_t *out);
+/* The emptied tables' memory released (finalize). */
+void hidet_nccl__mem_free_tables(void);
 int hidet_nccl__mem_next_handle(void);
 /* An error when `stream` (the last one that used what `what` names) has unfinished work. */
 hidet_nccl_status_t hidet_nccl__mem_idle(int used, cudaStream_t stream, const char *what);
 
+/* A symmetric window of [ptr, +bytes) on comm (communicator id comm_id) made into *win, or
+ * (deregister) *win undone: collective, on a helper thread against the deadline; past it the
+ * id is killed. */
+hidet_nccl_status_t hidet_nccl__mem_window(const hn_nccl_t *n, ncclComm_t comm, int comm_id, void *ptr, size_t bytes,
+                                           ncclWindow_t *win, int deregister);
 /* Undoes a registration's NCCL side (window collective, against the deadline). */
 hidet_nccl_status_t hidet_nccl__mem_unregister(const hn_reg_t *r);
-/* Before a communicator is destroyed: its registrations undone and its siblings destroyed;
- * or (abandon: it is aborted, or failed) forgotten and aborted. */
-void hidet_nccl__mem_drop_comm(int comm_id, int abandon);
-/* At finalize: every registration undone, every sibling destroyed, every allocation freed. */
-void hidet_nccl__mem_drop_all(void);
+/* Before library memory first keeps something: the communicators' destroy, abort and
+ * finalize drop it from then on (before a communicator is destroyed its registrations are
+ * undone and its siblings destroyed, or, when it is aborted or failed, forgotten and aborted;
+ * at finalize every registration is undone, every sibling destroyed, every allocation freed). */
+void hidet_nccl__mem_keep(void);
 
 #endif

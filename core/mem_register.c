@@ -11,60 +11,10 @@
 #include "core/group_int.h"
 #include "core/log_int.h"
 #include "core/mem_int.h"
+#include "core/nccl_loader_int.h"
 #include "core/nccl_version_int.h"
 #include "core/registry_int.h"
 #include "core/wait_int.h"
-
-/* A window (de)registration, collective, run on a helper thread against the deadline. */
-typedef struct {
-    const hn_nccl_t *n;
-    ncclComm_t comm;
-    void *ptr;
-    size_t bytes;
-    ncclWindow_t win;
-    int deregister;
-} window_job_t;
-
-static ncclResult_t run_window(void *p) {
-    window_job_t *j = p;
-    if (j->deregister) return j->n->CommWindowDeregister(j->comm, j->win);
-    return j->n->CommWindowRegister(j->comm, j->ptr, j->bytes, &j->win, NCCL_WIN_COLL_SYMMETRIC);
-}
-
-static hidet_nccl_status_t window(const hn_nccl_t *n, ncclComm_t comm, int comm_id, void *ptr, size_t bytes,
-                                  ncclWindow_t *win, int deregister) {
-    window_job_t job = {n, comm, ptr, bytes, deregister ? *win : NULL, deregister};
-    int device;
-    ncclResult_t r = n->CommCuDevice(comm, &device);
-    if (r != ncclSuccess) return hidet_nccl__nccl_fail("hidet_nccl_register", "ncclCommCuDevice", r, comm);
-    double timeout;
-    HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
-    char what[160];
-    snprintf(what, sizeof what, "%s of [%p, +%zu bytes) on communicator id %d (every rank must call)",
-             deregister ? "ncclCommWindowDeregister" : "ncclCommWindowRegister", ptr, bytes, comm_id);
-    hidet_nccl_status_t st =
-        hidet_nccl__blocking_call(&(hn_blocking_call_t){run_window, NULL}, &job, sizeof job, device, timeout, what, &r);
-    if (st == HIDET_NCCL_ERROR_TIMEOUT) hidet_nccl__registry_kill_stuck(comm_id, "an NCCL window registration");
-    HN_CHECK(st);
-    if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, what, r, comm);
-    *win = job.win;
-    return HIDET_NCCL_SUCCESS;
-}
-
-hidet_nccl_status_t hidet_nccl__mem_unregister(const hn_reg_t *r) {
-    const hn_nccl_t *n = hidet_nccl__nccl_loaded();
-    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    if (r->buffer != NULL) {
-        ncclResult_t res = n->CommDeregister(r->buffer_comm, r->buffer);
-        if (res != ncclSuccess) st = hidet_nccl__nccl_fail("hidet_nccl_deregister", "ncclCommDeregister", res, NULL);
-    }
-    if (r->window != NULL) {
-        ncclWindow_t win = r->window;
-        hidet_nccl_status_t w = window(n, r->window_comm, r->comm_id, r->base, r->bytes, &win, 1);
-        if (st == HIDET_NCCL_SUCCESS) st = w;
-    }
-    return st;
-}
 
 /* A sibling of comm_id for one view: a split with every rank in it (color: the tuning
  * table's crc, so ranks with different tables part), checked to hold every rank. */
@@ -110,6 +60,7 @@ static hidet_nccl_status_t views_of(int comm_id, ncclComm_t comm, hn_views_t *ou
         if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl_comm_destroy(check);
     }
     if (st == HIDET_NCCL_SUCCESS) {
+        hidet_nccl__mem_keep();
         hidet_nccl__mem_lock();
         if (hidet_nccl__mem_add_views(&made) == NULL) st = HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory");
         hidet_nccl__mem_unlock();
@@ -197,12 +148,13 @@ hidet_nccl_status_t hidet_nccl_register(int comm_id, void *ptr, size_t bytes, in
         if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, "ncclCommRegister", r, reg.buffer_comm);
     }
     if (reg.window_comm != NULL) {
-        hidet_nccl_status_t st = window(n, reg.window_comm, comm_id, ptr, bytes, &reg.window, 0);
+        hidet_nccl_status_t st = hidet_nccl__mem_window(n, reg.window_comm, comm_id, ptr, bytes, &reg.window, 0);
         if (st != HIDET_NCCL_SUCCESS) {
             if (reg.buffer != NULL) n->CommDeregister(reg.buffer_comm, reg.buffer);
             return st;
         }
     }
+    hidet_nccl__mem_keep();
     hidet_nccl__mem_lock();
     reg.handle = hidet_nccl__mem_next_handle();
     hn_reg_t *added = hidet_nccl__mem_add_reg(&reg);

@@ -1,17 +1,15 @@
 /* The tables of library memory: allocations, registrations, the views of communicators with
- * AUTO registrations; what collectives ask of them (hidet_nccl__mem_route); what destroy and
- * finalize drop. One lock; collectives only take it while library memory exists. */
+ * AUTO registrations. One lock; collectives only take it while library memory exists
+ * (core/mem_route.c); destroy and finalize empty them (core/mem_drop.c). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm_destroy_int.h"
 #include "core/cuda_int.h"
 #include "core/error_int.h"
 #include "core/log_int.h"
 #include "core/mem_int.h"
-#include "core/registry_int.h"
 
 atomic_int hidet_nccl__mem_live;
 
@@ -125,129 +123,53 @@ hidet_nccl_status_t hidet_nccl__mem_idle(int used, cudaStream_t stream, const ch
                    what, (void *)stream, cudaGetErrorString(e));
 }
 
-/* A buffer [p, p + bytes) against what it starts in: an allocation, and a registration of
- * comm_id; both remember the stream. */
-static hidet_nccl_status_t check_buffer(const hn_coll_t *c, const char *p, size_t bytes, const char *name) {
-    if (p == NULL) return HIDET_NCCL_SUCCESS;
-    for (int i = 0; i < g_nregs; i++) {
-        hn_reg_t *r = &g_regs[i];
-        if (r->comm_id != c->id || p < r->base || (size_t)(p - r->base) >= r->bytes) continue;
-        if (bytes > r->bytes - (size_t)(p - r->base))
-            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
-                           "%s %s [%p, +%zu bytes) starts inside registration %d [%p, +%zu bytes) of communicator "
-                           "id %d and ends %zu bytes past it; a collective's buffer lies inside one registration",
-                           c->name, name, (const void *)p, bytes, r->handle, (void *)r->base, r->bytes, c->id,
-                           bytes - (r->bytes - (size_t)(p - r->base)));
-        r->last_stream = c->stream;
-        r->used = 1;
-    }
-    hn_alloc_t *a = hidet_nccl__mem_alloc_containing(p);
-    if (a != NULL) {
-        if (bytes > a->bytes - (size_t)(p - a->base))
-            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
-                           "%s %s [%p, +%zu bytes) starts inside library memory [%p, +%zu bytes) and ends %zu bytes "
-                           "past it",
-                           c->name, name, (const void *)p, bytes, (void *)a->base, a->bytes,
-                           bytes - (a->bytes - (size_t)(p - a->base)));
-        a->last_stream = c->stream;
-        a->used = 1;
-    }
-    return HIDET_NCCL_SUCCESS;
-}
-
-hidet_nccl_status_t hidet_nccl__mem_route_slow(hn_coll_t *c, int coll, hidet_nccl_dtype_t dtype, size_t bytes,
-                                               const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
+/* The first of a table's entries that matches, copied out and removed; 0 when none. */
+int hidet_nccl__mem_take_reg(int comm_id, hn_reg_t *out) {
     pthread_mutex_lock(&g_lock);
-    hidet_nccl_status_t st = check_buffer(c, a, a_bytes, "sendbuff");
-    if (st == HIDET_NCCL_SUCCESS && b != a) st = check_buffer(c, b, b_bytes, "recvbuff");
-    if (coll >= 0 && c->op >= 0 && hidet_nccl__is_custom_op((hidet_nccl_op_t)c->op))
-        coll = -1; /* a scaled sum belongs to its communicator */
-    if (st == HIDET_NCCL_SUCCESS && coll >= 0) {
-        hn_views_t *v = hidet_nccl__mem_find_views(c->id);
-        ncclComm_t to = v != NULL ? v->comms[hidet_nccl__tune_pick(v->tune, (hn_tuned_t)coll, dtype, bytes)] : NULL;
-        if (to != NULL) c->comm = to; /* NULL: a view the table never takes, so never made */
-    }
-    pthread_mutex_unlock(&g_lock);
-    return st;
-}
-
-/* Aborts a sibling (its peers may be gone: no finalize). */
-static void abort_id(int id) {
-    ncclComm_t comm;
-    int owned;
-    if (hidet_nccl__registry_kill(id, "aborted with the communicator it was made from", &comm, &owned, NULL) ==
-            HIDET_NCCL_SUCCESS &&
-        owned)
-        hidet_nccl__nccl_loaded()->CommAbort(comm);
-}
-
-/* Takes out every registration of comm_id (all if comm_id < 0) and its views; undoes them
- * with the lock released (windows are collective and may wait), or (abandon) only forgets
- * them and aborts the siblings: the communicator is being aborted. */
-static void drop(int comm_id, int abandon) {
-    for (;;) {
-        pthread_mutex_lock(&g_lock);
-        hn_reg_t r;
-        int found = 0;
-        for (int i = 0; i < g_nregs && !found; i++)
-            if (comm_id < 0 || g_regs[i].comm_id == comm_id) {
-                r = g_regs[i];
-                hidet_nccl__mem_remove_reg(&g_regs[i]);
-                found = 1;
-            }
-        pthread_mutex_unlock(&g_lock);
-        if (!found) break;
-        if (!abandon && hidet_nccl__mem_unregister(&r) != HIDET_NCCL_SUCCESS)
-            HN_WARN("registration %d of communicator id %d: %s", r.handle, r.comm_id, hidet_nccl__error_detail());
-    }
-    for (;;) {
-        pthread_mutex_lock(&g_lock);
-        hn_views_t v;
-        int found = 0;
-        for (int i = 0; i < g_nviews && !found; i++)
-            if (comm_id < 0 || g_views[i].comm_id == comm_id) {
-                v = g_views[i];
-                hidet_nccl__mem_remove_views(&g_views[i]);
-                found = 1;
-            }
-        pthread_mutex_unlock(&g_lock);
-        if (!found) break;
-        for (int k = HN_VIEW_PLAIN + 1; k < HN_NUM_VIEWS; k++) {
-            if (v.ids[k] < 0 || v.ids[k] == v.comm_id) continue;
-            if (abandon)
-                abort_id(v.ids[k]);
-            else if (hidet_nccl__destroy_id(v.ids[k]) != HIDET_NCCL_SUCCESS)
-                HN_WARN("sibling %d of communicator id %d: %s", v.ids[k], v.comm_id, hidet_nccl__error_detail());
+    int found = 0;
+    for (int i = 0; i < g_nregs && !found; i++)
+        if (comm_id < 0 || g_regs[i].comm_id == comm_id) {
+            *out = g_regs[i];
+            hidet_nccl__mem_remove_reg(&g_regs[i]);
+            found = 1;
         }
-    }
-}
-
-void hidet_nccl__mem_drop_comm(int comm_id, int abandon) {
-    pthread_mutex_lock(&g_lock);
-    int any = g_nregs > 0 || g_nviews > 0;
     pthread_mutex_unlock(&g_lock);
-    if (any) drop(comm_id, abandon);
+    return found;
 }
 
-void hidet_nccl__mem_drop_all(void) {
-    drop(-1, 0);
-    const hn_nccl_t *n = hidet_nccl__nccl_loaded();
+int hidet_nccl__mem_take_views(int comm_id, hn_views_t *out) {
     pthread_mutex_lock(&g_lock);
-    int freed = 0;
-    while (g_nallocs > 0) {
-        hn_alloc_t a = g_allocs[g_nallocs - 1];
+    int found = 0;
+    for (int i = 0; i < g_nviews && !found; i++)
+        if (comm_id < 0 || g_views[i].comm_id == comm_id) {
+            *out = g_views[i];
+            hidet_nccl__mem_remove_views(&g_views[i]);
+            found = 1;
+        }
+    pthread_mutex_unlock(&g_lock);
+    return found;
+}
+
+int hidet_nccl__mem_take_alloc(hn_alloc_t *out) {
+    pthread_mutex_lock(&g_lock);
+    int found = g_nallocs > 0;
+    if (found) {
+        *out = g_allocs[g_nallocs - 1];
         hidet_nccl__mem_remove_alloc(&g_allocs[g_nallocs - 1]);
-        int previous = hidet_nccl__device_use(a.device);
-        if (n != NULL && n->MemFree != NULL && n->MemFree(a.base) == ncclSuccess) freed++;
-        hidet_nccl__device_back(previous, a.device);
     }
+    pthread_mutex_unlock(&g_lock);
+    return found;
+}
+
+void hidet_nccl__mem_free_tables(void) {
+    pthread_mutex_lock(&g_lock);
     free(g_allocs);
     free(g_regs);
     free(g_views);
     g_allocs = NULL;
     g_regs = NULL;
     g_views = NULL;
+    g_nallocs = g_nregs = g_nviews = 0;
     g_cap_allocs = g_cap_regs = g_cap_views = 0;
     pthread_mutex_unlock(&g_lock);
-    if (freed > 0) HN_INFO("finalize: %d allocations of library memory freed", freed);
 }

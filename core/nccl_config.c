@@ -5,6 +5,7 @@
 
 #include "core/error_int.h"
 #include "core/nccl_config_int.h"
+#include "core/nccl_loader_int.h"
 #include "core/nccl_version_int.h"
 
 void hidet_nccl__knobs_none(hn_knobs_t *k) {

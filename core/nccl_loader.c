@@ -333,3 +333,12 @@ hidet_nccl_status_t hidet_nccl_nccl_version(int *version_code) {
     *version_code = n->version;
     return HIDET_NCCL_SUCCESS;
 }
+
+hidet_nccl_status_t hidet_nccl__needs(const hn_nccl_t *n, const void *fn, int min_version, const char *what,
+                                      const char *call) {
+    if (fn != NULL && n->version >= min_version) return HIDET_NCCL_SUCCESS;
+    return HN_FAIL(HIDET_NCCL_ERROR_UNSUPPORTED, "%s needs NCCL %d.%d.%d or newer (%s); the loaded NCCL is %d.%d.%d (%s)",
+                   what, hidet_nccl__version_major(min_version), hidet_nccl__version_minor(min_version),
+                   hidet_nccl__version_patch(min_version), call, hidet_nccl__version_major(n->version),
+                   hidet_nccl__version_minor(n->version), hidet_nccl__version_patch(n->version), n->path);
+}

@@ -83,4 +83,9 @@ const hn_nccl_t *hidet_nccl__nccl_loaded(void);
 hidet_nccl_status_t hidet_nccl__nccl_fail(const char *func, const char *call, ncclResult_t r,
                                           ncclComm_t comm);
 
+/* HIDET_NCCL_ERROR_UNSUPPORTED naming what needs which version (and call, the NCCL function)
+ * unless the loaded NCCL has fn and is at least min_version (X*10000+Y*100+Z). */
+hidet_nccl_status_t hidet_nccl__needs(const hn_nccl_t *n, const void *fn, int min_version, const char *what,
+                                      const char *call);
+
 #endif

@@ -1,7 +1,7 @@
 /* hidet_nccl_reduce_scatter: all_reduce's dtype rules, one ncclReduceScatter. */
 #include "core/collective_int.h"
 #include "core/error_int.h"
-#include "core/mem_int.h"
+#include "core/mem_route_int.h"
 
 hidet_nccl_status_t hidet_nccl_reduce_scatter(int comm_id, const void *sendbuff, void *recvbuff, size_t recvcount,
                                               hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, cudaStream_t stream) {

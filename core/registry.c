@@ -103,8 +103,15 @@ static hidet_nccl_status_t add_locked(ncclComm_t comm, kind_t kind, int nranks, 
     return st;
 }
 
-hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int rank, uint32_t key, int *id) {
+/* The flight recorder learns of the registry's rings, and SIGUSR1 dumps them, once the process
+ * has a communicator. */
+static void recorder_hooks(void) {
+    hidet_nccl__trace_set_source(hidet_nccl__registry_each_trace);
     hidet_nccl__trace_signal_install();
+}
+
+hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int rank, uint32_t key, int *id) {
+    recorder_hooks();
     pthread_mutex_lock(&g_lock);
     hidet_nccl_status_t st = add_locked(comm, owned ? KIND_OWNED : KIND_ADOPTED, nranks, rank, key, id);
     pthread_mutex_unlock(&g_lock);
@@ -310,7 +317,7 @@ static hidet_nccl_status_t check_pool(int num_comms, ncclComm_t *comms) {
 
 hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
     HN_ENTER();
-    hidet_nccl__trace_signal_install();
+    recorder_hooks();
     HN_CHECK(check_pool(num_comms, comms));
     const hn_nccl_t *n; /* all_reduce on these needs the table */
     HN_CHECK(hidet_nccl__nccl(&n));
@@ -354,7 +361,7 @@ hidet_nccl_status_t hidet_nccl_comm_adopt(ncclComm_t comm, int *comm_id) {
     HN_CHECK_NOT_NULL(comm_id);
     const hn_nccl_t *n; /* collectives on it need the table */
     HN_CHECK(hidet_nccl__nccl(&n));
-    hidet_nccl__trace_signal_install();
+    recorder_hooks();
     pthread_mutex_lock(&g_lock);
     int at = find_locked(comm);
     hidet_nccl_status_t st =

@@ -60,8 +60,8 @@ hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_
  * on every rank that makes its children in the same order. */
 hidet_nccl_status_t hidet_nccl__registry_child_key(int id, const char *how, int color, uint32_t *key);
 /* Calls fn for every slot with a recorder ring (live, failed and dead), under the registry's
- * lock: state is "live", "failed" or "dead", why says why (may be ""). */
-typedef void (*hn_trace_visit_fn)(void *arg, int id, const hn_trace_t *trace, const char *state, const char *why);
+ * lock: state is "live", "failed" or "dead", why says why (may be ""); the flight recorder's
+ * source of rings (hidet_nccl__trace_set_source). */
 void hidet_nccl__registry_each_trace(hn_trace_visit_fn fn, void *arg);
 /* The error policy of a live id. */
 hidet_nccl_status_t hidet_nccl__registry_policy(int id, hidet_nccl_error_policy_t *policy);

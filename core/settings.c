@@ -109,6 +109,7 @@ typedef struct snapshot {
     char *error[HN_NUM_SETTINGS];     /* why env is not valid, NULL if it is */
     double number[HN_NUM_SETTINGS];   /* numeric kinds: the value */
     char *launch[NUM_LAUNCHERS][NUM_VARS];
+    unsigned serial;                  /* 1 for the first snapshot, one more per reload */
     struct snapshot *older;           /* the previous snapshot, kept for one more reload */
 } snapshot_t;
 
@@ -202,31 +203,8 @@ static snapshot_t *take_snapshot(snapshot_t *older) {
     for (size_t l = 0; l < NUM_LAUNCHERS; l++)
         for (int v = 0; v < NUM_VARS; v++) s->launch[l][v] = dup_env(k_launchers[l].var[v]);
     s->older = older;
+    s->serial = older != NULL ? older->serial + 1 : 1;
     return s;
-}
-
-static void print_snapshot(const snapshot_t *s) {
-    if (s->error[HN_SETTING_DEBUG] != NULL) fprintf(stderr, "hidet_nccl WARN %s\n", s->error[HN_SETTING_DEBUG]);
-    if (s->number[HN_SETTING_DEBUG] < HN_LOG_INFO) return;
-    HN_INFO("settings (each read once; hidet_nccl_settings_reload reads them again):");
-    for (int i = 0; i < HN_NUM_SETTINGS; i++) {
-        int own = strncmp(k_settings[i].name, "HIDET_NCCL_", 11) == 0;
-        if (!own && s->env[i] == NULL) continue; /* others' variables: only those set */
-        if (s->error[i] != NULL)
-            HN_INFO("  %s=%s (environment, INVALID: %s)", k_settings[i].name, s->env[i], s->error[i]);
-        else
-            HN_INFO("  %s=%s (%s) - %s", k_settings[i].name, s->value[i] ? s->value[i] : "",
-                    s->env[i] ? "environment" : s->value[i] ? "default" : "unset", k_settings[i].doc);
-    }
-    char saved[1024]; /* the hints' check must not leave a message in the caller's thread */
-    snprintf(saved, sizeof saved, "%s", hidet_nccl_last_error());
-    hn_hints_t h;
-    if (hidet_nccl__launcher_hints(&h) == HIDET_NCCL_SUCCESS)
-        HN_INFO("  rank hints: rank %d of %d, local rank %d of %d, from %s%s%s", h.rank, h.nranks, h.local_rank,
-                h.local_size, h.source, h.local_source[0] ? "; local rank from " : "", h.local_source);
-    else
-        HN_INFO("  rank hints: %s", hidet_nccl__error_detail());
-    hidet_nccl__restore_error(saved);
 }
 
 /* The current snapshot, taken on first use. */
@@ -235,7 +213,6 @@ static const snapshot_t *current(void) {
     if (s != NULL) return s;
     pthread_mutex_lock(&g_lock);
     s = atomic_load_explicit(&g_current, memory_order_relaxed);
-    int made = 0;
     if (s == NULL) {
         s = take_snapshot(NULL);
         if (s == NULL) {
@@ -244,10 +221,8 @@ static const snapshot_t *current(void) {
             return &empty;
         }
         atomic_store_explicit(&g_current, s, memory_order_release);
-        made = 1;
     }
     pthread_mutex_unlock(&g_lock);
-    if (made) print_snapshot(s); /* after publishing: logging reads the snapshot */
     return s;
 }
 
@@ -289,7 +264,13 @@ hidet_nccl_status_t hidet_nccl__deadline_seconds(double given, const char *what,
     return HIDET_NCCL_SUCCESS;
 }
 
-hn_log_level_t hidet_nccl__log_level(void) { return (hn_log_level_t)current()->number[HN_SETTING_DEBUG]; }
+unsigned hidet_nccl__settings_serial(void) { return current()->serial; }
+
+void hidet_nccl__setting_info(hn_setting_t id, hn_setting_info_t *out) {
+    const snapshot_t *s = current();
+    *out = (hn_setting_info_t){k_settings[id].name, k_settings[id].doc, s->env[id], s->value[id], s->error[id],
+                               s->number[id]};
+}
 
 /* Launcher l's variable v: 1 and its value, 0 unset, -1 malformed (message set). */
 static int launcher_var(const snapshot_t *s, size_t l, int v, int *out) {
@@ -381,7 +362,7 @@ hidet_nccl_status_t hidet_nccl_setting(const char *name, const char **value, con
 
 hidet_nccl_status_t hidet_nccl_settings_reload(void) {
     HN_ENTER();
-    (void)current(); /* the first snapshot exists and has been printed */
+    (void)current(); /* the first snapshot exists */
     pthread_mutex_lock(&g_lock);
     snapshot_t *old = atomic_load_explicit(&g_current, memory_order_relaxed);
     snapshot_t *s = take_snapshot(old);
@@ -392,6 +373,5 @@ hidet_nccl_status_t hidet_nccl_settings_reload(void) {
     }
     pthread_mutex_unlock(&g_lock);
     if (s == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory reading the settings");
-    print_snapshot(s);
-    return HIDET_NCCL_SUCCESS;
+    return HIDET_NCCL_SUCCESS; /* the log prints the new snapshot before its next line */
 }

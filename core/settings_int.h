@@ -17,6 +17,19 @@ typedef struct {
 } hn_hints_t;
 hidet_nccl_status_t hidet_nccl__launcher_hints(hn_hints_t *out);
 
+/* The serial number of the current snapshot (1, then one more per reload). */
+unsigned hidet_nccl__settings_serial(void);
+
+/* One setting as the current snapshot holds it: name and doc from the table; env the
+ * environment's text (NULL: unset or empty); value what the getters give (NULL: none); error
+ * why env is not valid (NULL: it is); number the value of a numeric kind. Valid as the
+ * getters' strings are. */
+typedef struct {
+    const char *name, *doc, *env, *value, *error;
+    double number;
+} hn_setting_info_t;
+void hidet_nccl__setting_info(hn_setting_t id, hn_setting_info_t *out);
+
 /* The rank the launcher gave, for the log prefix; -1 if none (or malformed). */
 int hidet_nccl__launcher_rank(void);
 

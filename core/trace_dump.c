@@ -16,7 +16,6 @@
 #include "core/error_int.h"
 #include "core/log_int.h"
 #include "core/nccl_loader_int.h"
-#include "core/registry_int.h"
 #include "core/settings_int.h"
 #include "core/trace_ring_int.h"
 
@@ -96,6 +95,10 @@ void hidet_nccl__trace_write(FILE *f, int id, const hn_trace_t *t, const char *s
     }
 }
 
+static _Atomic(hn_trace_each_fn) g_each; /* the registry's walk over its rings */
+
+void hidet_nccl__trace_set_source(hn_trace_each_fn each) { atomic_store(&g_each, each); }
+
 static void visit(void *arg, int id, const hn_trace_t *trace, const char *state, const char *why) {
     hidet_nccl__trace_write(arg, id, trace, state, why);
 }
@@ -163,7 +166,8 @@ hidet_nccl_status_t hidet_nccl__trace_dump(const char *dir, const char *reason, 
         return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "trace dump: cannot create %s/%s: %s", dir, tmp, strerror(e));
     }
     write_header(f, reason);
-    hidet_nccl__registry_each_trace(visit, f);
+    hn_trace_each_fn each = atomic_load(&g_each);
+    if (each != NULL) each(visit, f);
     int failed = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
     int e = errno;
     failed |= fclose(f) != 0;

@@ -27,14 +27,22 @@ uint32_t hidet_nccl__trace_key_child(uint32_t parent, uint32_t ordinal, const ch
 
 /* One operation handed to NCCL (or done by the library for one rank): coll is a static
  * name ("all_reduce"), op a hidet_nccl_op_t or -1 (data movement), peer the root or peer or
- * -1, result what NCCL returned. No allocation, no lock; the caller serializes the calls of
- * one communicator (as NCCL requires). */
+ * -1, result what NCCL returned, in_group 1 inside a group (NCCL launches it at group end). No
+ * allocation, no lock; the caller serializes the calls of one communicator (as NCCL requires). */
 void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, size_t count, hidet_nccl_dtype_t dtype, int op,
-                              int peer, cudaStream_t stream, int result);
+                              int peer, cudaStream_t stream, int result, int in_group);
 
 /* Writes the ring's lines (one for the communicator, one per entry, oldest first) to f;
  * state and why: what the registry says of the id. */
 void hidet_nccl__trace_write(FILE *f, int id, const hn_trace_t *t, const char *state, const char *why);
+
+/* The rings a dump writes come from the registry, which gives its walk here when it takes its
+ * first communicator (the recorder sits below the communicators and never calls up): each
+ * calls fn for every ring under the registry's lock, with what the registry says of the id
+ * (state "live", "failed" or "dead"; why, may be ""). Until then a dump has no ring. */
+typedef void (*hn_trace_visit_fn)(void *arg, int id, const hn_trace_t *trace, const char *state, const char *why);
+typedef void (*hn_trace_each_fn)(hn_trace_visit_fn fn, void *arg);
+void hidet_nccl__trace_set_source(hn_trace_each_fn each);
 
 /* Writes this process's dump (every ring) into dir (NULL: HIDET_NCCL_TRACE_DIR) as
  * hidet-nccl-trace.<rank>.jsonl, atomically; reason goes in the header. *path (may be NULL)

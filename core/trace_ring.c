@@ -7,7 +7,6 @@
 #include <zlib.h>
 
 #include "core/error_int.h"
-#include "core/group_int.h"
 #include "core/log_int.h"
 #include "core/trace_ring_int.h"
 
@@ -85,7 +84,7 @@ void hidet_nccl__trace_set_place(hn_trace_t *t, int rank, int nranks) {
 }
 
 void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, size_t count, hidet_nccl_dtype_t dtype, int op,
-                              int peer, cudaStream_t stream, int result) {
+                              int peer, cudaStream_t stream, int result, int in_group) {
     uint64_t seq = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed);
     uint32_t slot = (uint32_t)(seq % t->entries);
     hn_trace_entry_t *e = &t->e[slot];
@@ -105,7 +104,7 @@ void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, size_t count, hid
     e->completion = HN_TRACE_UNTRACKED;
     if (t->events != NULL && result == 0) {
         enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-        if (hidet_nccl__group_depth() > 0) e->completion = HN_TRACE_IN_GROUP;
+        if (in_group) e->completion = HN_TRACE_IN_GROUP;
         else if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone)
             e->completion = HN_TRACE_CAPTURED;
         else if (cudaEventRecord(t->events[slot], stream) == cudaSuccess)
