@@ -1,6 +1,6 @@
 /* What the library adds on the host to each collective call: every collective through the
  * library against the same NCCL function called directly, both into the recording stand-in
- * for NCCL (tests/support/fake_nccl.c, which only logs), so that only the host cost is left.
+ * for NCCL (tools/support/fake_nccl.c, which only logs), so that only the host cost is left.
  *   [COLD=1] collective_overhead_bench LIBFAKE_NCCL.so [CALLS] [cuda]
  * COLD=1 reads 4 MiB between two calls (untimed), so that each call starts with the caches a
  * real program leaves it (code and data evicted from L1 and L2), not warm from the last call.
@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "hidet_nccl/hidet_nccl.h"
-#include "tests/support/fake_nccl.h"
+#include "tools/support/fake_nccl.h"
 
 static double now(void) {
     struct timespec ts;

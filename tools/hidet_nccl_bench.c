@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "hidet_nccl/bootstrap_mpi.h"
-#include "tests/support/raw_nccl.h"
-#include "tests/support/reference.h"
+#include "tools/support/raw_nccl.h"
+#include "tools/support/reference.h"
 
 static struct {
     size_t min_bytes, max_bytes;
@@ -514,98 +514,149 @@ static double timed_on(const ctx_t *c, ncclComm_t comm, const void *send, void *
     return timed(&on, comm != NULL, send, recv, count, iters);
 }
 
+static const char *const k_mode_names[3] = {"plain", "buffer", "window"};
+
+/* -m's memory and the communicators it is registered on: raw[0] the library's own (AUTO),
+ * raw[1] a split with it as a buffer, raw[2] a split with it as a window. */
+typedef struct {
+    void *mem;
+    size_t bytes;
+    mode_comm_t raw[3];
+    int handles[3];
+} modes_t;
+
+/* Allocates and registers -m's memory; returns the seconds AUTO registration took. */
+static double modes_register(const ctx_t *ctx, modes_t *s) {
+    s->bytes = o.max_bytes * ctx->red.count_multiplier;
+    HN(hidet_nccl_mem_alloc(ctx->id, s->bytes, &s->mem));
+    CU(cudaMemset(s->mem, 0, s->bytes));
+    s->raw[0] = (mode_comm_t){ctx->id, ctx->comm};
+    for (int m = 1; m < 3; m++) { /* the raw ones first: made before the library's own siblings */
+        HN(hidet_nccl_comm_split(ctx->id, 0, o.rank, &s->raw[m].id));
+        HN(hidet_nccl_get_comm(s->raw[m].id, &s->raw[m].comm));
+        HN(hidet_nccl_register(s->raw[m].id, s->mem, s->bytes,
+                               m == 1 ? HIDET_NCCL_REGISTER_BUFFER : HIDET_NCCL_REGISTER_WINDOW, &s->handles[m]));
+    }
+    double t0 = now();
+    HN(hidet_nccl_register(ctx->id, s->mem, s->bytes, HIDET_NCCL_REGISTER_AUTO, &s->handles[0]));
+    return now() - t0;
+}
+
+static void modes_release(const modes_t *s) {
+    for (int m = 2; m >= 0; m--) HN(hidet_nccl_deregister(s->raw[m].id, s->handles[m]));
+    for (int m = 1; m < 3; m++) HN(hidet_nccl_comm_destroy(s->raw[m].id));
+    HN(hidet_nccl_mem_free(s->mem));
+}
+
+static void print_modes_head(size_t bytes, double t_auto) {
+    printf("# library memory: %zu bytes from hidet_nccl_mem_alloc, registered AUTO in %.1f ms (siblings made)\n",
+           bytes, t_auto * 1e3);
+    printf("# at least %d iterations per timing (up to 1000 below 64 MiB), fastest of %d alternating runs, in "
+           "place; busbw GB/s (up to 64 B: us per call); best: the fastest raw mode (a registered one only if "
+           "5%% faster than plain)\n",
+           o.iters, o.reps);
+    printf("# %s\n#%11s %9s | %9s %9s %9s %9s | %7s %7s %7s\n", k_coll_names[o.coll], "size", "type", "library",
+           "raw plain", "raw buffer", "raw window", "best", "lib/best", "lib/plain");
+}
+
+/* One size (bytes, a multiple of unit): the library and raw plain, buffer and window, fastest
+ * of -r alternating runs into t (library, plain, buffer, window). */
+static void time_modes(const ctx_t *ctx, const modes_t *s, size_t size, size_t unit, size_t esize, double t[4]) {
+    /* in place, as nccl-tests counts size: all_reduce's buffer, all_gather's output (its
+     * input this rank's block of it), reduce_scatter's input (its output this rank's block) */
+    size_t count = size / unit, block = count * esize * ctx->red.count_multiplier;
+    char *send = s->mem, *recv = s->mem;
+    if (o.coll == COLL_ALL_GATHER) send += (size_t)o.rank * block;
+    if (o.coll == COLL_REDUCE_SCATTER) recv += (size_t)o.rank * block;
+    for (int k = 0; k < 4; k++) t[k] = 1e30;
+    /* small sizes are a few microseconds each: enough calls per timing to see past jitter */
+    int iters = o.iters;
+    if (size < (64u << 20) && (size_t)iters < (16u << 20) / size) iters = (int)((16u << 20) / size);
+    if (iters > 1000 && iters > o.iters) iters = 1000;
+    for (int w = 0; w < o.warmup; w++) {
+        one(ctx, 0, send, recv, count);
+        for (int m = 0; m < 3; m++) timed_on(ctx, s->raw[m].comm, send, recv, count, 1);
+    }
+    for (int r = 0; r < o.reps; r++) {
+        for (int k = 0; k < 4; k++) { /* each run starts with another of the four */
+            int v = (k + r) % 4;
+            double x = timed_on(ctx, v == 0 ? NULL : s->raw[v - 1].comm, send, recv, count, iters);
+            if (x < t[v]) t[v] = x;
+        }
+    }
+}
+
+/* The best raw mode of t (1 plain, 2 buffer, 3 window): the faster registered mode, only if it
+ * beats plain by 5% (else noise decides). */
+static int best_raw_mode(const double t[4]) {
+    int best = 1;
+    int reg = t[2] <= t[3] ? 2 : 3;
+    if (t[reg] < 0.95 * t[1]) best = reg;
+    return best;
+}
+
+static void print_modes_row(size_t size, const char *dname, const double t[4], int best, double bus) {
+    double v[4];
+    for (int k = 0; k < 4; k++) v[k] = size <= 64 ? t[k] * 1e6 : size / t[k] / 1e9 * bus;
+    printf("%12zu %9s | %9.3f %9.3f %9.3f %9.3f | %7s %7.3f %7.3f\n", size, dname, v[0], v[1], v[2], v[3],
+           k_mode_names[best - 1], fmin(t[1], fmin(t[2], t[3])) / t[0], t[1] / t[0]);
+    fflush(stdout);
+}
+
+/* -t's crossover table as the sizes go by: a line where the best mode changes, "max" last. */
+typedef struct {
+    char text[8192];
+    size_t len;
+    int last_view; /* index into k_mode_names, -1 before the first size */
+    size_t last_size;
+} tune_table_t;
+
+static void tune_table_add(tune_table_t *tt, const char *dname, size_t size, int view) {
+    if (view != tt->last_view && tt->last_view >= 0)
+        tt->len += (size_t)snprintf(tt->text + tt->len, sizeof tt->text - tt->len, "%s %s %zu %s\n",
+                                    k_coll_names[o.coll], dname, tt->last_size, k_mode_names[tt->last_view]);
+    tt->last_view = view;
+    tt->last_size = size;
+}
+
+static void tune_table_end(tune_table_t *tt, const char *dname) {
+    if (tt->last_view >= 0)
+        tt->len += (size_t)snprintf(tt->text + tt->len, sizeof tt->text - tt->len, "%s %s max %s\n",
+                                    k_coll_names[o.coll], dname, k_mode_names[tt->last_view]);
+}
+
+static void write_tune_table(const char *dname, const char *table) {
+    FILE *f = fopen(o.tune_file, "a");
+    if (f == NULL) DIE("cannot write %s", o.tune_file);
+    fprintf(f, "# hidet-nccl-bench -t: %d ranks, %s %s, fastest raw mode per size\n%s", o.nranks,
+            k_coll_names[o.coll], dname, table);
+    fclose(f);
+    printf("# tuning table appended to %s:\n%s", o.tune_file, table);
+}
+
 static void memory_modes(const ctx_t *ctx) {
-    static const char *const names[3] = {"plain", "buffer", "window"};
     size_t esize;
     HN(hidet_nccl_dtype_size(o.dtype, &esize));
     const char *dname;
     hidet_nccl_dtype_name(o.dtype, &dname);
-    size_t bytes = o.max_bytes * ctx->red.count_multiplier;
-    void *mem;
-    HN(hidet_nccl_mem_alloc(ctx->id, bytes, &mem));
-    CU(cudaMemset(mem, 0, bytes));
-    mode_comm_t raw[3] = {{ctx->id, ctx->comm}, {-1, NULL}, {-1, NULL}};
-    int handles[3];
-    for (int m = 1; m < 3; m++) { /* the raw ones first: made before the library's own siblings */
-        HN(hidet_nccl_comm_split(ctx->id, 0, o.rank, &raw[m].id));
-        HN(hidet_nccl_get_comm(raw[m].id, &raw[m].comm));
-        HN(hidet_nccl_register(raw[m].id, mem, bytes, m == 1 ? HIDET_NCCL_REGISTER_BUFFER : HIDET_NCCL_REGISTER_WINDOW,
-                               &handles[m]));
-    }
-    double t0 = now();
-    HN(hidet_nccl_register(ctx->id, mem, bytes, HIDET_NCCL_REGISTER_AUTO, &handles[0]));
-    double t_auto = now() - t0;
-    if (o.rank == 0) {
-        printf("# library memory: %zu bytes from hidet_nccl_mem_alloc, registered AUTO in %.1f ms (siblings made)\n",
-               bytes, t_auto * 1e3);
-        printf("# at least %d iterations per timing (up to 1000 below 64 MiB), fastest of %d alternating runs, in "
-               "place; busbw GB/s (up to 64 B: us per call); best: the fastest raw mode (a registered one only if "
-               "5%% faster than plain)\n",
-               o.iters, o.reps);
-        printf("# %s\n#%11s %9s | %9s %9s %9s %9s | %7s %7s %7s\n", k_coll_names[o.coll], "size", "type", "library",
-               "raw plain", "raw buffer", "raw window", "best", "lib/best", "lib/plain");
-    }
-    char table[8192];
-    size_t len = 0;
-    int last_view = -1;
-    size_t last_size = 0;
+    modes_t s;
+    double t_auto = modes_register(ctx, &s);
+    if (o.rank == 0) print_modes_head(s.bytes, t_auto);
+    tune_table_t table = {.len = 0, .last_view = -1, .last_size = 0};
     double bus = (o.coll == COLL_ALL_REDUCE ? 2.0 : 1.0) * (o.nranks - 1) / o.nranks;
     size_t unit = o.coll == COLL_ALL_REDUCE ? esize : esize * (size_t)o.nranks; /* size = a multiple of it */
     for (double fb = (double)o.min_bytes; fb <= (double)o.max_bytes + 0.5; fb *= o.factor) {
         size_t size = (size_t)fb / unit * unit;
         if (size == 0) continue;
-        /* in place, as nccl-tests counts size: all_reduce's buffer, all_gather's output (its
-         * input this rank's block of it), reduce_scatter's input (its output this rank's block) */
-        size_t count = size / unit, block = count * esize * ctx->red.count_multiplier;
-        char *send = mem, *recv = mem;
-        if (o.coll == COLL_ALL_GATHER) send += (size_t)o.rank * block;
-        if (o.coll == COLL_REDUCE_SCATTER) recv += (size_t)o.rank * block;
-        double t[4] = {1e30, 1e30, 1e30, 1e30}; /* library, plain, buffer, window */
-        /* small sizes are a few microseconds each: enough calls per timing to see past jitter */
-        int iters = o.iters;
-        if (size < (64u << 20) && (size_t)iters < (16u << 20) / size) iters = (int)((16u << 20) / size);
-        if (iters > 1000 && iters > o.iters) iters = 1000;
-        for (int w = 0; w < o.warmup; w++) {
-            one(ctx, 0, send, recv, count);
-            for (int m = 0; m < 3; m++) timed_on(ctx, raw[m].comm, send, recv, count, 1);
-        }
-        for (int r = 0; r < o.reps; r++) {
-            for (int k = 0; k < 4; k++) { /* each run starts with another of the four */
-                int v = (k + r) % 4;
-                double x = timed_on(ctx, v == 0 ? NULL : raw[v - 1].comm, send, recv, count, iters);
-                if (x < t[v]) t[v] = x;
-            }
-        }
-        int best = 1; /* the faster registered mode, only if it beats plain by 5% (else noise decides) */
-        int reg = t[2] <= t[3] ? 2 : 3;
-        if (t[reg] < 0.95 * t[1]) best = reg;
-        if (o.rank == 0) {
-            double v[4];
-            for (int k = 0; k < 4; k++) v[k] = size <= 64 ? t[k] * 1e6 : size / t[k] / 1e9 * bus;
-            printf("%12zu %9s | %9.3f %9.3f %9.3f %9.3f | %7s %7.3f %7.3f\n", size, dname, v[0], v[1], v[2], v[3],
-                   names[best - 1], fmin(t[1], fmin(t[2], t[3])) / t[0], t[1] / t[0]);
-            fflush(stdout);
-        }
-        if (best - 1 != last_view && last_view >= 0)
-            len += (size_t)snprintf(table + len, sizeof table - len, "%s %s %zu %s\n", k_coll_names[o.coll], dname,
-                                    last_size, names[last_view]);
-        last_view = best - 1;
-        last_size = size;
+        double t[4];
+        time_modes(ctx, &s, size, unit, esize, t);
+        int best = best_raw_mode(t);
+        if (o.rank == 0) print_modes_row(size, dname, t, best, bus);
+        tune_table_add(&table, dname, size, best - 1);
     }
-    if (last_view >= 0)
-        len += (size_t)snprintf(table + len, sizeof table - len, "%s %s max %s\n", k_coll_names[o.coll], dname,
-                                names[last_view]);
-    if (o.tune_file != NULL && o.rank == 0) {
-        FILE *f = fopen(o.tune_file, "a");
-        if (f == NULL) DIE("cannot write %s", o.tune_file);
-        fprintf(f, "# hidet-nccl-bench -t: %d ranks, %s %s, fastest raw mode per size\n%s", o.nranks,
-                k_coll_names[o.coll], dname, table);
-        fclose(f);
-        printf("# tuning table appended to %s:\n%s", o.tune_file, table);
-    }
-    for (int m = 2; m >= 0; m--) HN(hidet_nccl_deregister(raw[m].id, handles[m]));
-    for (int m = 1; m < 3; m++) HN(hidet_nccl_comm_destroy(raw[m].id));
-    HN(hidet_nccl_mem_free(mem));
+    tune_table_end(&table, dname);
+    if (o.tune_file != NULL && o.rank == 0) write_tune_table(dname, table.text);
+    modes_release(&s);
 }
 
 int main(int argc, char **argv) {

@@ -1,5 +1,17 @@
-/* hidet-nccl-run: start N local ranks of a program, as mpirun does for one node, with the
- * environment the shared-file bootstrap reads, and supervise them. See usage(). */
+/* hidet-nccl-run: starts N local ranks of a program, as mpirun does for one node, and supervises
+ * them; one launcher per node (--nnodes, --node-rank) makes a job of many nodes, node K's ranks
+ * being K*N .. K*N+N-1. Each rank gets its rank, local rank and sizes (HIDET_NCCL_* and
+ * torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE) and where to meet, which picks the
+ * bootstrap hidet_nccl_init uses:
+ *   - one node: a fresh job key and a private rendezvous directory (0700, removed on every
+ *     exit) for the shared-file bootstrap;
+ *   - --master-addr/--master-port: MASTER_ADDR and MASTER_PORT for the socket rendezvous, which
+ *     the job's rank 0 hosts inside the library (the launcher opens no socket itself);
+ *   - --rendezvous-dir with --nnodes and --job-key: a directory every node sees, as it is.
+ * Supervision: output tagged [rank] or into per-rank logs, signals forwarded, the first failing
+ * rank stops the others (SIGTERM, grace, SIGKILL to each rank's process group; SIGUSR1 first for
+ * flight recorder dumps with --trace-on-failure), its exit code is the launcher's, and children
+ * die with the launcher (PR_SET_PDEATHSIG). See usage(). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -28,7 +28,7 @@ targets=(
     //tools:hidet-nccl-bench
     //tools:collective_overhead_bench
     //tools:host_cost_probe
-    //tests/support:libfake_nccl.so
+    //tools/support:libfake_nccl.so
     //tools:bootstrap_cost_bench
     //:libhidet_nccl.so
     //:libhidet_nccl_mpi.so

@@ -72,95 +72,130 @@ static const char *differ(const tr_op_t *a, const tr_op_t *b, char *va, char *vb
 #undef DIFF
 }
 
-/* The group's verdict into line; its kind. */
-static int judge(const group_t *g, char *line, size_t size) {
-    /* disagreement within the seqs every rank still holds */
-    uint64_t lo = 0, hi = UINT64_MAX;
-    int any_empty = 0;
+/* The seqs every rank still holds, [*lo, *hi]; 0 if a rank holds none. */
+static int common_seqs(const group_t *g, uint64_t *lo, uint64_t *hi) {
+    *lo = 0, *hi = UINT64_MAX;
     for (size_t i = 0; i < g->n; i++) {
         const tr_comm_t *c = g->m[i].comm;
-        if (c->nops == 0) {
-            any_empty = 1;
+        if (c->nops == 0) return 0;
+        if (c->ops[0].seq > *lo) *lo = c->ops[0].seq;
+        if (c->ops[c->nops - 1].seq < *hi) *hi = c->ops[c->nops - 1].seq;
+    }
+    return 1;
+}
+
+/* Two ranks that disagree about seq s, said into line: 1; else 0. */
+static int disagree_at(const group_t *g, uint64_t s, char *line, size_t size) {
+    const tr_op_t *first = NULL;
+    size_t first_i = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        const tr_op_t *o = at_seq(g->m[i].comm, s);
+        if (o == NULL) continue; /* torn while dumped */
+        if (first == NULL) {
+            first = o, first_i = i;
             continue;
         }
-        if (c->ops[0].seq > lo) lo = c->ops[0].seq;
-        if (c->ops[c->nops - 1].seq < hi) hi = c->ops[c->nops - 1].seq;
+        char va[64], vb[64];
+        const char *field = differ(first, o, va, vb, sizeof va);
+        if (field == NULL) continue;
+        snprintf(line, size, "ranks disagree at seq %" PRIu64 " of communicator %s: %s %s on rank %d, %s on rank %d",
+                 s, g->key, field, va, rank_of(&g->m[first_i]), vb, rank_of(&g->m[i]));
+        return 1;
     }
+    return 0;
+}
+
+/* Disagreement within the seqs every rank still holds, said into line: 1; else 0. */
+static int find_disagreement(const group_t *g, char *line, size_t size) {
+    uint64_t lo, hi;
+    if (!common_seqs(g, &lo, &hi) || g->n < 2) return 0;
     const tr_comm_t *shortest = g->m[0].comm; /* walk its seqs: a hostile dump's gaps cost nothing */
     for (size_t i = 1; i < g->n; i++)
         if (g->m[i].comm->nops < shortest->nops) shortest = g->m[i].comm;
-    for (size_t k = 0; !any_empty && g->n > 1 && k < shortest->nops; k++) {
+    for (size_t k = 0; k < shortest->nops; k++) {
         uint64_t s = shortest->ops[k].seq;
-        if (s < lo || s > hi) continue;
-        const tr_op_t *first = NULL;
-        size_t first_i = 0;
-        for (size_t i = 0; i < g->n; i++) {
-            const tr_op_t *o = at_seq(g->m[i].comm, s);
-            if (o == NULL) continue; /* torn while dumped */
-            if (first == NULL) {
-                first = o, first_i = i;
-                continue;
-            }
-            char va[64], vb[64];
-            const char *field = differ(first, o, va, vb, sizeof va);
-            if (field == NULL) continue;
-            snprintf(line, size, "ranks disagree at seq %" PRIu64 " of communicator %s: %s %s on rank %d, %s on rank %d",
-                     s, g->key, field, va, rank_of(&g->m[first_i]), vb, rank_of(&g->m[i]));
-            return V_DISAGREE;
-        }
+        if (s >= lo && s <= hi && disagree_at(g, s, line, size)) return 1;
     }
-    /* a rank behind */
-    size_t lo_i = 0, hi_i = 0;
+    return 0;
+}
+
+/* The ranks whose next seq is lowest (*lo_i, the first such) and highest (*hi_i). */
+static void seq_extremes(const group_t *g, size_t *lo_i, size_t *hi_i) {
+    *lo_i = 0, *hi_i = 0;
     for (size_t i = 1; i < g->n; i++) {
-        if (g->m[i].comm->next_seq < g->m[lo_i].comm->next_seq) lo_i = i;
-        if (g->m[i].comm->next_seq > g->m[hi_i].comm->next_seq) hi_i = i;
+        if (g->m[i].comm->next_seq < g->m[*lo_i].comm->next_seq) *lo_i = i;
+        if (g->m[i].comm->next_seq > g->m[*hi_i].comm->next_seq) *hi_i = i;
     }
+}
+
+/* Rank lo_i behind rank hi_i: where each stopped, into line. */
+static void say_behind(const group_t *g, size_t lo_i, size_t hi_i, char *line, size_t size) {
     const tr_comm_t *behind = g->m[lo_i].comm, *ahead = g->m[hi_i].comm;
     char a[160], b[160];
-    if (behind->next_seq < ahead->next_seq) {
-        const tr_op_t *ao = ahead->nops ? &ahead->ops[ahead->nops - 1] : NULL;
-        const tr_op_t *bo = behind->nops ? &behind->ops[behind->nops - 1] : NULL;
-        if (ao) describe(ao, a, sizeof a);
-        if (bo) describe(bo, b, sizeof b);
-        if (bo)
-            snprintf(line, size, "rank %d stopped at seq %" PRIu64 " %s; rank %d is at seq %" PRIu64 " %s",
-                     rank_of(&g->m[lo_i]), bo->seq, b, rank_of(&g->m[hi_i]), ahead->next_seq - 1, ao ? a : "");
-        else
-            snprintf(line, size, "rank %d issued nothing on communicator %s; rank %d is at seq %" PRIu64 " %s",
-                     rank_of(&g->m[lo_i]), g->key, rank_of(&g->m[hi_i]), ahead->next_seq - 1, ao ? a : "");
+    const tr_op_t *ao = ahead->nops ? &ahead->ops[ahead->nops - 1] : NULL;
+    const tr_op_t *bo = behind->nops ? &behind->ops[behind->nops - 1] : NULL;
+    if (ao) describe(ao, a, sizeof a);
+    if (bo) describe(bo, b, sizeof b);
+    if (bo)
+        snprintf(line, size, "rank %d stopped at seq %" PRIu64 " %s; rank %d is at seq %" PRIu64 " %s",
+                 rank_of(&g->m[lo_i]), bo->seq, b, rank_of(&g->m[hi_i]), ahead->next_seq - 1, ao ? a : "");
+    else
+        snprintf(line, size, "rank %d issued nothing on communicator %s; rank %d is at seq %" PRIu64 " %s",
+                 rank_of(&g->m[lo_i]), g->key, rank_of(&g->m[hi_i]), ahead->next_seq - 1, ao ? a : "");
+}
+
+/* The ranks of the communicator with no dump, and where the others are, into line. */
+static void say_missing(const group_t *g, const tr_comm_t *ahead, char *line, size_t size) {
+    char missing[128] = "";
+    for (int r = 0; r < g->nranks && strlen(missing) < sizeof missing - 16; r++) {
+        int seen = 0;
+        for (size_t i = 0; i < g->n; i++) seen |= rank_of(&g->m[i]) == r;
+        if (!seen)
+            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%d", *missing ? "," : "", r);
+    }
+    snprintf(line, size, "rank(s) %s of communicator %s left no dump (dead, or no trace directory); the %zu "
+             "others are at seq %" PRIu64, missing, g->key, g->n, ahead->next_seq ? ahead->next_seq - 1 : 0);
+}
+
+/* Every rank at one seq: whether its last operation completed everywhere, into line; the kind. */
+static int judge_last(const group_t *g, const tr_comm_t *ahead, char *line, size_t size) {
+    if (ahead->nops == 0) {
+        snprintf(line, size, "no divergence on communicator %s: no operations recorded", g->key);
+        return V_NONE;
+    }
+    const tr_op_t *last = &ahead->ops[ahead->nops - 1];
+    char pending[128] = "", a[160];
+    for (size_t i = 0; i < g->n; i++) {
+        const tr_op_t *o = at_seq(g->m[i].comm, last->seq);
+        if (o && !strcmp(o->state, "pending") && strlen(pending) < sizeof pending - 16)
+            snprintf(pending + strlen(pending), sizeof pending - strlen(pending), "%s%d", *pending ? "," : "",
+                     rank_of(&g->m[i]));
+    }
+    describe(last, a, sizeof a);
+    if (*pending) {
+        snprintf(line, size, "every rank issued seq %" PRIu64 " of communicator %s, %s; not completed on rank(s) %s",
+                 last->seq, g->key, a, pending);
+        return V_INCOMPLETE;
+    }
+    snprintf(line, size, "no divergence on communicator %s: every rank at seq %" PRIu64 " %s", g->key, last->seq, a);
+    return V_NONE;
+}
+
+/* The group's verdict into line; its kind. */
+static int judge(const group_t *g, char *line, size_t size) {
+    if (find_disagreement(g, line, size)) return V_DISAGREE;
+    size_t lo_i, hi_i;
+    seq_extremes(g, &lo_i, &hi_i);
+    const tr_comm_t *ahead = g->m[hi_i].comm;
+    if (g->m[lo_i].comm->next_seq < ahead->next_seq) {
+        say_behind(g, lo_i, hi_i, line, size);
         return V_BEHIND;
     }
     if (g->nranks > 0 && g->n < (size_t)g->nranks) {
-        char missing[128] = "";
-        for (int r = 0; r < g->nranks && strlen(missing) < sizeof missing - 16; r++) {
-            int seen = 0;
-            for (size_t i = 0; i < g->n; i++) seen |= rank_of(&g->m[i]) == r;
-            if (!seen) snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%d", *missing ? "," : "", r);
-        }
-        snprintf(line, size, "rank(s) %s of communicator %s left no dump (dead, or no trace directory); the %zu "
-                 "others are at seq %" PRIu64, missing, g->key, g->n, ahead->next_seq ? ahead->next_seq - 1 : 0);
+        say_missing(g, ahead, line, size);
         return V_MISSING;
     }
-    if (ahead->nops > 0) {
-        const tr_op_t *last = &ahead->ops[ahead->nops - 1];
-        char pending[128] = "";
-        for (size_t i = 0; i < g->n; i++) {
-            const tr_op_t *o = at_seq(g->m[i].comm, last->seq);
-            if (o && !strcmp(o->state, "pending") && strlen(pending) < sizeof pending - 16)
-                snprintf(pending + strlen(pending), sizeof pending - strlen(pending), "%s%d", *pending ? "," : "",
-                         rank_of(&g->m[i]));
-        }
-        describe(last, a, sizeof a);
-        if (*pending) {
-            snprintf(line, size, "every rank issued seq %" PRIu64 " of communicator %s, %s; not completed on rank(s) %s",
-                     last->seq, g->key, a, pending);
-            return V_INCOMPLETE;
-        }
-        snprintf(line, size, "no divergence on communicator %s: every rank at seq %" PRIu64 " %s", g->key, last->seq, a);
-        return V_NONE;
-    }
-    snprintf(line, size, "no divergence on communicator %s: no operations recorded", g->key);
-    return V_NONE;
+    return judge_last(g, ahead, line, size);
 }
 
 static void detail(const group_t *g, const char *verdict, FILE *out) {

@@ -9,7 +9,7 @@
 
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
-#include "tests/support/reference.h"
+#include "tools/support/reference.h"
 
 #define MAX_DEV 16
 #define LARGE ((size_t)(1u << 22) + 3)

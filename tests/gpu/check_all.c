@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/reference.h"
+#include "tools/support/reference.h"
 
 /* The inputs and results for a count are the prefixes of those for the largest count, so
  * each dtype x op pair fills its host buffers once (pinned: 2^28 elements are gigabytes). */

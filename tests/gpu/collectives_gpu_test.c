@@ -13,7 +13,7 @@
 
 #include "hidet_nccl/bootstrap.h"
 #include "hidet_nccl/hidet_nccl.h"
-#include "tests/support/reference.h"
+#include "tools/support/reference.h"
 
 static int g_rank, g_n, g_id, g_checks, g_wrong, g_errors;
 static cudaStream_t g_stream;

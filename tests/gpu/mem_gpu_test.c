@@ -95,35 +95,29 @@ static int finish(void *host) {
     return g_wrong != 0;
 }
 
-int main(void) {
-    int id;
-    HN(hidet_nccl_init(&id));
-    HN(hidet_nccl_comm_rank(id, &g_rank));
-    HN(hidet_nccl_comm_size(id, &g_n));
-    cudaStream_t s;
-    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    const size_t max_bytes = 256u << 20;
-    void *host = malloc(max_bytes);
-    void *mem;
-    HN(hidet_nccl_mem_alloc(id, max_bytes, &mem));
-    int h;
-    size_t before, after, total_mem;
-    CU(cudaDeviceSynchronize());
-    CU(cudaMemGetInfo(&before, &total_mem));
-    if (getenv("MEM_GPU_TEST_MISMATCH") != NULL) { /* mem_table.sh mismatch: each rank another table */
-        if (g_n < 2) {
-            fprintf(stderr, "FAIL: MEM_GPU_TEST_MISMATCH needs at least 2 ranks; this run has %d\n", g_n);
-            return 1;
-        }
-        expect(hidet_nccl_register(id, mem, max_bytes, HIDET_NCCL_REGISTER_AUTO, &h), HIDET_NCCL_ERROR_INVALID_USAGE,
-               "read different tuning tables", "AUTO registration with another table on another rank");
-        all_reduce_exact(id, mem, 1 << 16, HIDET_NCCL_FLOAT32, s, host); /* the communicator still works */
-        HN(hidet_nccl_mem_free(mem));
-        return finish(host);
+static const size_t k_mem_bytes = 256u << 20; /* the library memory of the first checks */
+
+/* mem_table.sh mismatch (each rank another table): AUTO registration refused, and the
+ * communicator still works. The exit code. */
+static int mismatched_tables(int id, void *mem, cudaStream_t s, void *host) {
+    if (g_n < 2) {
+        fprintf(stderr, "FAIL: MEM_GPU_TEST_MISMATCH needs at least 2 ranks; this run has %d\n", g_n);
+        return 1;
     }
-    int ids_before, ids_after;
+    int h;
+    expect(hidet_nccl_register(id, mem, k_mem_bytes, HIDET_NCCL_REGISTER_AUTO, &h), HIDET_NCCL_ERROR_INVALID_USAGE,
+           "read different tuning tables", "AUTO registration with another table on another rank");
+    all_reduce_exact(id, mem, 1 << 16, HIDET_NCCL_FLOAT32, s, host); /* the communicator still works */
+    HN(hidet_nccl_mem_free(mem));
+    return finish(host);
+}
+
+/* The first AUTO registration of mem: the siblings it makes, checked, and the device memory it
+ * took (free memory was before) once every view is connected. Its handle. */
+static int register_first_auto(int id, void *mem, size_t before, cudaStream_t s) {
+    int h, ids_before, ids_after;
     HN(hidet_nccl_comm_count(&ids_before));
-    HN(hidet_nccl_register(id, mem, max_bytes, HIDET_NCCL_REGISTER_AUTO, &h));
+    HN(hidet_nccl_register(id, mem, k_mem_bytes, HIDET_NCCL_REGISTER_AUTO, &h));
     HN(hidet_nccl_comm_count(&ids_after));
     /* a sibling per view the table takes: 2 with the built-in table; MEM_GPU_TEST_SIBLINGS
      * says how many the HIDET_NCCL_TUNE_FILE given takes */
@@ -136,67 +130,88 @@ int main(void) {
     HN(hidet_nccl_all_reduce(id, mem, mem, 1 << 24, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
     HN(hidet_nccl_all_reduce(id, mem, mem, 1 << 16, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
     CU(cudaStreamSynchronize(s));
+    size_t after, total_mem;
     CU(cudaMemGetInfo(&after, &total_mem));
     printf("rank %d: the first AUTO registration (%d communicator ids: its siblings, or a split that only checks the "
            "tables) took %.1f MiB of device memory\n",
            g_rank, ids_after - ids_before, ((double)before - (double)after) / (1 << 20));
+    return h;
+}
 
-    /* every view: 8 B .. 64 MiB */
+/* every view: 8 B .. 64 MiB */
+static void every_view(int id, void *mem, cudaStream_t s, void *host) {
     for (size_t bytes = 8; bytes <= (64u << 20); bytes *= 4) {
         all_reduce_exact(id, mem, bytes / 4, HIDET_NCCL_FLOAT32, s, host);
         all_reduce_exact(id, mem, bytes / 2, HIDET_NCCL_BFLOAT16, s, host);
     }
-    /* all_gather and reduce_scatter (uint8 / float32) */
+}
+
+/* all_gather of per uint8 from each rank (rank + 1) from src into dst, checked exactly. */
+static void all_gather_exact(int id, char *src, char *dst, size_t per, cudaStream_t s, void *host) {
+    CU(cudaMemsetAsync(src, g_rank + 1, per, s));
+    HN(hidet_nccl_all_gather(id, src, dst, per, HIDET_NCCL_UINT8, s));
+    CU(cudaMemcpyAsync(host, dst, per * (size_t)g_n, cudaMemcpyDeviceToHost, s));
+    CU(cudaStreamSynchronize(s));
+    int ok = 1;
+    for (size_t i = 0; i < per * (size_t)g_n && ok; i++)
+        ok = ((unsigned char *)host)[i] == i / per + 1;
+    check(ok, "all_gather on library memory", per);
+}
+
+/* reduce_scatter sum of rc float32 per rank (rank + 1) from src into dst, checked exactly. */
+static void reduce_scatter_exact(int id, char *src, char *dst, size_t rc, cudaStream_t s, void *host) {
+    float *f = host;
+    for (size_t i = 0; i < rc * (size_t)g_n; i++)
+        f[i] = (float)(g_rank + 1);
+    CU(cudaMemcpyAsync(src, host, rc * (size_t)g_n * 4, cudaMemcpyHostToDevice, s));
+    HN(hidet_nccl_reduce_scatter(id, src, dst, rc, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
+    CU(cudaMemcpyAsync(host, dst, rc * 4, cudaMemcpyDeviceToHost, s));
+    CU(cudaStreamSynchronize(s));
+    int ok = 1;
+    for (size_t i = 0; i < rc && ok; i++)
+        ok = f[i] == (float)(g_n * (g_n + 1) / 2);
+    check(ok, "reduce_scatter on library memory", rc);
+}
+
+/* all_gather and reduce_scatter (uint8 / float32) */
+static void gather_and_scatter(int id, void *mem, cudaStream_t s, void *host) {
     for (size_t per = 1024; per <= (8u << 20); per *= 32) {
         char *src = (char *)mem + (128u << 20), *dst = mem;
-        CU(cudaMemsetAsync(src, g_rank + 1, per, s));
-        HN(hidet_nccl_all_gather(id, src, dst, per, HIDET_NCCL_UINT8, s));
-        CU(cudaMemcpyAsync(host, dst, per * (size_t)g_n, cudaMemcpyDeviceToHost, s));
-        CU(cudaStreamSynchronize(s));
-        int ok = 1;
-        for (size_t i = 0; i < per * (size_t)g_n && ok; i++)
-            ok = ((unsigned char *)host)[i] == i / per + 1;
-        check(ok, "all_gather on library memory", per);
-        size_t rc = per / 4;
-        float *f = host;
-        for (size_t i = 0; i < rc * (size_t)g_n; i++)
-            f[i] = (float)(g_rank + 1);
-        CU(cudaMemcpyAsync(src, host, rc * (size_t)g_n * 4, cudaMemcpyHostToDevice, s));
-        HN(hidet_nccl_reduce_scatter(id, src, dst, rc, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
-        CU(cudaMemcpyAsync(host, dst, rc * 4, cudaMemcpyDeviceToHost, s));
-        CU(cudaStreamSynchronize(s));
-        ok = 1;
-        for (size_t i = 0; i < rc && ok; i++)
-            ok = f[i] == (float)(g_n * (g_n + 1) / 2);
-        check(ok, "reduce_scatter on library memory", rc);
+        all_gather_exact(id, src, dst, per, s, host);
+        reduce_scatter_exact(id, src, dst, per / 4, s, host);
     }
-    /* a CUDA graph of all_reduces of three sizes (one per view of the built-in table) */
-    {
-        size_t counts[3] = {16, 1 << 18, 1 << 23};
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
-        float *f = host;
-        for (size_t i = 0; i < counts[2]; i++)
-            f[i] = 1.0f;
-        CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-        for (int k = 0; k < 3; k++)
-            HN(hidet_nccl_all_reduce(id, mem, (char *)mem + (64u << 20), counts[k], HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM,
-                                     s));
-        CU(cudaStreamEndCapture(s, &graph));
-        CU(cudaGraphInstantiate(&exec, graph, 0));
-        CU(cudaMemcpyAsync(mem, host, counts[2] * 4, cudaMemcpyHostToDevice, s));
-        for (int r = 0; r < 10; r++)
-            CU(cudaGraphLaunch(exec, s));
-        CU(cudaMemcpyAsync(host, (char *)mem + (64u << 20), counts[2] * 4, cudaMemcpyDeviceToHost, s));
-        CU(cudaStreamSynchronize(s));
-        int ok = 1;
-        for (size_t i = 0; i < counts[2] && ok; i++)
-            ok = f[i] == (float)g_n;
-        check(ok, "graph of all_reduces on library memory, 10 replays", counts[2]);
-        cudaGraphExecDestroy(exec);
-        cudaGraphDestroy(graph);
-    }
-    /* memory in use: refused, nothing lost; then released once the stream is done */
+}
+
+/* a CUDA graph of all_reduces of three sizes (one per view of the built-in table) */
+static void graph_replays(int id, void *mem, cudaStream_t s, void *host) {
+    size_t counts[3] = {16, 1 << 18, 1 << 23};
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    float *f = host;
+    for (size_t i = 0; i < counts[2]; i++)
+        f[i] = 1.0f;
+    CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int k = 0; k < 3; k++)
+        HN(hidet_nccl_all_reduce(id, mem, (char *)mem + (64u << 20), counts[k], HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM,
+                                 s));
+    CU(cudaStreamEndCapture(s, &graph));
+    CU(cudaGraphInstantiate(&exec, graph, 0));
+    CU(cudaMemcpyAsync(mem, host, counts[2] * 4, cudaMemcpyHostToDevice, s));
+    for (int r = 0; r < 10; r++)
+        CU(cudaGraphLaunch(exec, s));
+    CU(cudaMemcpyAsync(host, (char *)mem + (64u << 20), counts[2] * 4, cudaMemcpyDeviceToHost, s));
+    CU(cudaStreamSynchronize(s));
+    int ok = 1;
+    for (size_t i = 0; i < counts[2] && ok; i++)
+        ok = f[i] == (float)g_n;
+    check(ok, "graph of all_reduces on library memory, 10 replays", counts[2]);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+}
+
+/* memory in use: refused, nothing lost; then released once the stream is done (mem, registered
+ * as h, is freed at the end) */
+static void in_use_refused(int id, void *mem, int h, cudaStream_t s) {
     CU(cudaStreamSynchronize(s));
     /* out of place: on one rank an in-place all_reduce is nothing to do */
     char *half = (char *)mem + (128u << 20);
@@ -212,16 +227,23 @@ int main(void) {
     expect(hidet_nccl_mem_free(mem), HIDET_NCCL_ERROR_INVALID_USAGE, "still in use", "free while in use");
     CU(cudaStreamSynchronize(s));
     HN(hidet_nccl_mem_free(mem));
+}
+
+/* memory not from the library: no window on it, no mem_free of it */
+static void foreign_memory_refused(int id) {
     void *plain;
+    int h;
     CU(cudaMalloc(&plain, 1 << 20));
     expect(hidet_nccl_register(id, plain, 1 << 20, HIDET_NCCL_REGISTER_WINDOW, &h), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
            "not memory from hidet_nccl_mem_alloc", "window on cudaMalloc memory");
     expect(hidet_nccl_mem_free(plain), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "not memory from", "mem_free of cudaMalloc");
     cudaFree(plain);
+}
 
-    /* 20 cycles keep nothing: device memory after 10 and after 20 cycles, every rank done (a
-     * barrier) before each reading, since a peer's mapping of this rank's window holds its
-     * memory until the peer lets go; one cycle's worth may be in flight, nothing may grow. */
+/* 20 cycles keep nothing: device memory after 10 and after 20 cycles, every rank done (a
+ * barrier) before each reading, since a peer's mapping of this rank's window holds its
+ * memory until the peer lets go; one cycle's worth may be in flight, nothing may grow. */
+static void cycles_keep_nothing(int id, cudaStream_t s, void *host) {
     size_t free0 = 0, free10 = 0, free20 = 0, total;
     for (int cycle = 0; cycle <= 20; cycle++) {
         if (cycle == 0 || cycle == 10 || cycle == 20) {
@@ -232,6 +254,7 @@ int main(void) {
         }
         if (cycle == 20) break;
         void *p;
+        int h;
         HN(hidet_nccl_mem_alloc(id, 32u << 20, &p));
         HN(hidet_nccl_register(id, p, 32u << 20, HIDET_NCCL_REGISTER_AUTO, &h));
         all_reduce_exact(id, p, (32u << 20) / 4, HIDET_NCCL_FLOAT32, s, host);
@@ -243,8 +266,10 @@ int main(void) {
            "%.1f MiB more after cycle 20 than after cycle 10\n",
            g_rank, kept, grew);
     check(grew < 2.0 && kept <= 32.0, "device memory kept by 20 cycles", 20);
+}
 
-    /* NCCL's knobs through a second communicator from the same launcher environment */
+/* NCCL's knobs through a second communicator from the same launcher environment */
+static void nccl_knobs(cudaStream_t s, void *host) {
     hidet_nccl_bootstrap_h bs;
     HN(hidet_nccl_bootstrap_from_env(&bs));
     hidet_nccl_init_options_t opt = HIDET_NCCL_INIT_OPTIONS_INIT;
@@ -261,7 +286,7 @@ int main(void) {
     all_reduce_exact(id2, p, (1 << 20) / 4, HIDET_NCCL_FLOAT32, s, host);
     /* its split and its AUTO siblings are made with the same knobs (the name's pointer kept by
      * the library), and work */
-    int id3;
+    int id3, h;
     HN(hidet_nccl_comm_split(id2, 0, g_n - 1 - g_rank, &id3));
     all_reduce_exact(id3, p, (1 << 20) / 4, HIDET_NCCL_FLOAT32, s, host);
     HN(hidet_nccl_register(id2, p, 4u << 20, HIDET_NCCL_REGISTER_AUTO, &h));
@@ -271,6 +296,29 @@ int main(void) {
     HN(hidet_nccl_deregister(id2, h));
     HN(hidet_nccl_comm_destroy(id3));
     HN(hidet_nccl_mem_free(p));
+}
 
+int main(void) {
+    int id;
+    HN(hidet_nccl_init(&id));
+    HN(hidet_nccl_comm_rank(id, &g_rank));
+    HN(hidet_nccl_comm_size(id, &g_n));
+    cudaStream_t s;
+    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    void *host = malloc(k_mem_bytes);
+    void *mem;
+    HN(hidet_nccl_mem_alloc(id, k_mem_bytes, &mem));
+    size_t before, total_mem;
+    CU(cudaDeviceSynchronize());
+    CU(cudaMemGetInfo(&before, &total_mem));
+    if (getenv("MEM_GPU_TEST_MISMATCH") != NULL) return mismatched_tables(id, mem, s, host);
+    int h = register_first_auto(id, mem, before, s);
+    every_view(id, mem, s, host);
+    gather_and_scatter(id, mem, s, host);
+    graph_replays(id, mem, s, host);
+    in_use_refused(id, mem, h, s);
+    foreign_memory_refused(id);
+    cycles_keep_nothing(id, s, host);
+    nccl_knobs(s, host);
     return finish(host);
 }

@@ -22,8 +22,8 @@
 #include "hidet_nccl/bootstrap.h"
 #include "tests/gpu/check_all.h"
 #include "tests/gpu/now.h"
-#include "tests/support/raw_nccl.h"
-#include "tests/support/reference.h"
+#include "tools/support/raw_nccl.h"
+#include "tools/support/reference.h"
 #ifdef HN_SUITE_MPI
 #include <mpi.h>
 

@@ -1,6 +1,6 @@
 """The Python package on the CPU: loading, the dtype tables, errors with the C library's
 messages, and what reaches NCCL from arrays with __cuda_array_interface__ and DLPack, through
-the recording stand-in for NCCL (tests/support/fake_nccl.c).
+the recording stand-in for NCCL (tools/support/fake_nccl.c).
     binding_test.py LIBHIDET_NCCL_SO LIBFAKE_NCCL_SO   (bindings/python on PYTHONPATH)"""
 import ctypes
 import json

@@ -1,5 +1,5 @@
 /* What the collectives hand NCCL, on the CPU: a recording stand-in for NCCL
- * (tests/support/fake_nccl.c) logs every call; fake communicators of 4 ranks are adopted.
+ * (tools/support/fake_nccl.c) logs every call; fake communicators of 4 ranks are adopted.
  *   collectives_test LIBFAKE_NCCL.so
  * Run against the fake as NCCL 2.28.9 (native all_to_all, gather, scatter, scaled sums) and
  * as NCCL 2.10.3 (grouped send/recv in their place, scaled sums refused). Checked: every
@@ -16,7 +16,7 @@
 #include "core/registry_int.h"
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
-#include "tests/support/fake_nccl.h"
+#include "tools/support/fake_nccl.h"
 
 static fake_nccl_log_fn g_log;
 static fake_nccl_clear_fn g_clear;

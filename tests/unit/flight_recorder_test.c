@@ -1,5 +1,5 @@
 /* The flight recorder, shrink and revoke on the CPU, through the recording stand-in for NCCL
- * (tests/support/fake_nccl.c), and hidet-nccl-trace's reader and report on synthetic dumps
+ * (tools/support/fake_nccl.c), and hidet-nccl-trace's reader and report on synthetic dumps
  * of every divergence kind and on hostile ones.
  *   flight_recorder_test LIBFAKE_NCCL.so
  * Against the fake as NCCL 2.28.9 (shrink and revoke there) and as 2.10.3 (both refused
@@ -15,7 +15,7 @@
 
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
-#include "tests/support/fake_nccl.h"
+#include "tools/support/fake_nccl.h"
 #include "tools/trace_read.h"
 
 static fake_nccl_log_fn g_log;

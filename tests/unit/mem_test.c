@@ -1,4 +1,4 @@
-/* Library memory on the CPU, through the recording stand-in for NCCL (tests/support/
+/* Library memory on the CPU, through the recording stand-in for NCCL (tools/support/
  * fake_nccl.c): allocation and free, buffer registration, the checks a collective makes on
  * such memory, every bad input of the API, and NCCL's knobs in the init options.
  *   mem_test LIBFAKE_NCCL.so
@@ -15,7 +15,7 @@
 #include "hidet_nccl/bootstrap.h"
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
-#include "tests/support/fake_nccl.h"
+#include "tools/support/fake_nccl.h"
 
 static fake_nccl_log_fn g_log;
 static fake_nccl_clear_fn g_clear;

@@ -1,8 +1,8 @@
 /* Host-side reference for all_reduce checks, shared by the GPU tests and the benchmark:
  * per-rank input values chosen so that every supported dtype x op is exact, and the
  * expected result, both in the NCCL element type the library hands to NCCL. */
-#ifndef HIDET_NCCL_TESTS_SUPPORT_REFERENCE_H_
-#define HIDET_NCCL_TESTS_SUPPORT_REFERENCE_H_
+#ifndef HIDET_NCCL_TOOLS_SUPPORT_REFERENCE_H_
+#define HIDET_NCCL_TOOLS_SUPPORT_REFERENCE_H_
 
 #include <stddef.h>
 

@@ -1,8 +1,8 @@
-/* Test support: raw NCCL calls, for the comparisons of the benchmark and the GPU suite, made
- * on the very NCCL the library loaded (found through the public API and the dynamic loader,
- * not through the library's internals). */
-#ifndef HIDET_NCCL_TESTS_SUPPORT_RAW_NCCL_H_
-#define HIDET_NCCL_TESTS_SUPPORT_RAW_NCCL_H_
+/* Raw NCCL calls, for the comparisons of the benchmark and the GPU suite, made on the very NCCL
+ * the library loaded (found through the public API and the dynamic loader, not through the
+ * library's internals). */
+#ifndef HIDET_NCCL_TOOLS_SUPPORT_RAW_NCCL_H_
+#define HIDET_NCCL_TOOLS_SUPPORT_RAW_NCCL_H_
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
-/* Test support: the functions of the NCCL the library loaded, for raw comparisons. */
-#include "tests/support/raw_nccl.h"
+/* The functions of the NCCL the library loaded, for the raw comparisons of the benchmark and the GPU tests. */
+#include "tools/support/raw_nccl.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

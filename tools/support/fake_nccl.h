@@ -1,11 +1,11 @@
-/* The recording stand-in for NCCL (tests/support/fake_nccl.c): its communicators and its log. */
-#ifndef HIDET_NCCL_TESTS_SUPPORT_FAKE_NCCL_H_
-#define HIDET_NCCL_TESTS_SUPPORT_FAKE_NCCL_H_
+/* The recording stand-in for NCCL (tools/support/fake_nccl.c): its communicators and its log. */
+#ifndef HIDET_NCCL_TOOLS_SUPPORT_FAKE_NCCL_H_
+#define HIDET_NCCL_TOOLS_SUPPORT_FAKE_NCCL_H_
 
 #include <nccl.h>
 #include <stddef.h>
 
-/* What a test passes as an ncclComm_t. */
+/* What a test or bench passes as an ncclComm_t. */
 typedef struct {
     int nranks, rank;
 } fake_comm_t;
@@ -35,7 +35,7 @@ void fake_nccl_clear(void);
 typedef int (*fake_nccl_rank_queries_fn)(void);
 int fake_nccl_rank_queries(void);
 
-/* For a test or bench (tests/support/fake_nccl_load.c, target fake_nccl_load): makes the
+/* For a test or bench (tools/support/fake_nccl_load.c, target fake_nccl_load): makes the
  * stand-in at path arg the library's NCCL (HIDET_NCCL_LIBRARY, hidet_nccl_load), gives its
  * version and log functions, and returns its dlopen handle; NULL (said on stderr) if not. */
 void *fake_nccl_load(const char *arg, int *version, fake_nccl_log_fn *log, fake_nccl_clear_fn *clear);

@@ -1,4 +1,4 @@
-#include "tests/support/reference.h"
+#include "tools/support/reference.h"
 
 #include <math.h>
 #include <stdint.h>

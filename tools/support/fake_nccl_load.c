@@ -1,11 +1,11 @@
-/* Loading the recording stand-in for NCCL as the library's NCCL (tests/support/fake_nccl.h). */
+/* Loading the recording stand-in for NCCL as the library's NCCL (tools/support/fake_nccl.h). */
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "hidet_nccl/hidet_nccl.h"
-#include "tests/support/fake_nccl.h"
+#include "tools/support/fake_nccl.h"
 
 void *fake_nccl_load(const char *arg, int *version, fake_nccl_log_fn *log, fake_nccl_clear_fn *clear) {
     char path[PATH_MAX];

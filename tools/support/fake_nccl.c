@@ -1,6 +1,7 @@
-/* A recording stand-in for libnccl.so.2, for CPU tests of what the library hands NCCL: every
+/* A recording stand-in for libnccl.so.2, for CPU tests of what the library hands NCCL and for
+ * collective_overhead_bench (the library's host cost with no NCCL work behind it): every
  * collective call is logged (function, buffers, count, type, op, root or peer, group depth)
- * and does nothing else. Communicators are fake_comm_t made by the test. Built twice: as NCCL
+ * and does nothing else. Communicators are fake_comm_t made by the caller. Built twice: as NCCL
  * 2.28.9 with everything, and with -DFAKE_OLD as NCCL 2.10.3, without ncclAlltoAll,
  * ncclGather, ncclScatter and the scaled-sum ops. FAKE_NCCL_FAIL=<function> makes that
  * function fail with ncclInvalidArgument. Read the log with fake_nccl_log(). */
@@ -8,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/support/fake_nccl.h"
+#include "tools/support/fake_nccl.h"
 
 static fake_call_t g_log[FAKE_LOG_MAX];
 static int g_count, g_depth;
