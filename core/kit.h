@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/settings_list.h"
 #include "hidet_nccl/bootstrap.h"
 
 /* ---------------------------------------------------------------- messages */
@@ -155,40 +156,11 @@ int hidet_nccl__copy_sized(void *dst, size_t dst_bytes, const void *src, const c
 /* ---------------------------------------------------------------- settings */
 
 /* Every environment variable the library reads, except the launchers' rank variables (given
- * to backends as hints, see hidet_nccl_bootstrap_init_args_t). The table with types,
- * defaults, ranges and documentation is in core/settings.c. */
+ * to backends as hints, see hidet_nccl_bootstrap_init_args_t): HN_SETTING_<id> of each row of
+ * core/settings_list.h, where types, defaults, ranges and documentation are. */
+#define HN_SETTING_ENUM(id, ...) HN_SETTING_##id,
 typedef enum {
-    HN_SETTING_DEBUG,           /* HIDET_NCCL_DEBUG */
-    HN_SETTING_TIMEOUT,         /* HIDET_NCCL_TIMEOUT */
-    HN_SETTING_NONBLOCKING,     /* HIDET_NCCL_NONBLOCKING */
-    HN_SETTING_BOOTSTRAP,       /* HIDET_NCCL_BOOTSTRAP */
-    HN_SETTING_RENDEZVOUS_DIR,  /* HIDET_NCCL_RENDEZVOUS_DIR */
-    HN_SETTING_JOB_KEY,         /* HIDET_NCCL_JOB_KEY */
-    HN_SETTING_POLL_MAX_MS,     /* HIDET_NCCL_POLL_MAX_MS */
-    HN_SETTING_LIBRARY,         /* HIDET_NCCL_LIBRARY */
-    HN_SETTING_NCCL_HOME,       /* NCCL_HOME */
-    HN_SETTING_VIRTUAL_ENV,     /* VIRTUAL_ENV */
-    HN_SETTING_CONDA_PREFIX,    /* CONDA_PREFIX */
-    HN_SETTING_PYTHONUSERBASE,  /* PYTHONUSERBASE */
-    HN_SETTING_HOME,            /* HOME */
-    HN_SETTING_PATH,            /* PATH */
-    HN_SETTING_CUDA_HOME,       /* CUDA_HOME */
-    HN_SETTING_SLURM_JOB_ID,    /* SLURM_JOB_ID */
-    HN_SETTING_SLURM_STEP_ID,   /* SLURM_STEP_ID */
-    HN_SETTING_PMIX_LIBRARY,    /* HIDET_NCCL_PMIX_LIBRARY */
-    HN_SETTING_PMIX_INSTALL_PREFIX, /* PMIX_INSTALL_PREFIX */
-    HN_SETTING_PMIX_NAMESPACE,  /* PMIX_NAMESPACE */
-    HN_SETTING_MASTER_ADDR,     /* MASTER_ADDR */
-    HN_SETTING_MASTER_PORT,     /* MASTER_PORT */
-    HN_SETTING_RANKS_PER_ROOT,  /* HIDET_NCCL_RANKS_PER_ROOT */
-    HN_SETTING_NCCL_HOSTID,     /* NCCL_HOSTID */
-    HN_SETTING_GROUPED_P2P,     /* HIDET_NCCL_GROUPED_P2P */
-    HN_SETTING_TRACE_ENTRIES,   /* HIDET_NCCL_TRACE_ENTRIES */
-    HN_SETTING_TRACE_DIR,       /* HIDET_NCCL_TRACE_DIR */
-    HN_SETTING_TRACE_COMPLETION, /* HIDET_NCCL_TRACE_COMPLETION */
-    HN_SETTING_TUNE_FILE,        /* HIDET_NCCL_TUNE_FILE */
-    HN_SETTING_VIEW_SHARE,       /* HIDET_NCCL_VIEW_SHARE */
-    HN_NUM_SETTINGS
+    HN_SETTINGS(HN_SETTING_ENUM) HN_NUM_SETTINGS
 } hn_setting_t;
 
 /* The value as text: the environment's if set and valid, else the default; NULL when

@@ -24,65 +24,9 @@ static const struct {
     double min, max; /* KIND_INT, KIND_SECONDS (min exclusive for seconds) */
     const char *doc;
 } k_settings[HN_NUM_SETTINGS] = {
-    [HN_SETTING_DEBUG] = {"HIDET_NCCL_DEBUG", KIND_LEVEL, "WARN", 0, 0,
-                          "log level on stderr: NONE, WARN, INFO or TRACE"},
-    [HN_SETTING_TIMEOUT] = {"HIDET_NCCL_TIMEOUT", KIND_SECONDS, "300", 0, HN_TIMEOUT_MAX_S,
-                            "seconds any wait (bootstrap, init, split, group end, comm_wait's default) may last"},
-    [HN_SETTING_NONBLOCKING] = {"HIDET_NCCL_NONBLOCKING", KIND_BOOL, "0", 0, 1,
-                                "1: NCCL-non-blocking communicators (abortable at any point, slower small collectives)"},
-    [HN_SETTING_BOOTSTRAP] = {"HIDET_NCCL_BOOTSTRAP", KIND_STRING, NULL, 0, 0,
-                              "bootstrap of hidet_nccl_init: a built-in name (file, socket, pmix) or a plug-in path; "
-                              "unset: chosen from the environment"},
-    [HN_SETTING_RENDEZVOUS_DIR] = {"HIDET_NCCL_RENDEZVOUS_DIR", KIND_STRING, NULL, 0, 0,
-                                   "directory every rank sees, for the shared-file bootstrap"},
-    [HN_SETTING_JOB_KEY] = {"HIDET_NCCL_JOB_KEY", KIND_STRING, NULL, 0, 0,
-                            "key unique to the job, for the shared-file bootstrap (else from Slurm's ids)"},
-    [HN_SETTING_POLL_MAX_MS] = {"HIDET_NCCL_POLL_MAX_MS", KIND_INT, "5", 1, 60000,
-                                "longest pause, in ms, between two looks at a rendezvous file"},
-    [HN_SETTING_LIBRARY] = {"HIDET_NCCL_LIBRARY", KIND_STRING, NULL, 0, 0,
-                            "the NCCL file to load; nothing else is tried while it is set"},
-    [HN_SETTING_NCCL_HOME] = {"NCCL_HOME", KIND_STRING, NULL, 0, 0, "NCCL install prefix searched for lib/libnccl.so.2"},
-    [HN_SETTING_VIRTUAL_ENV] = {"VIRTUAL_ENV", KIND_STRING, NULL, 0, 0, "Python venv searched for NCCL's pip wheel"},
-    [HN_SETTING_CONDA_PREFIX] = {"CONDA_PREFIX", KIND_STRING, NULL, 0, 0, "conda env searched for NCCL's pip wheel"},
-    [HN_SETTING_PYTHONUSERBASE] = {"PYTHONUSERBASE", KIND_STRING, NULL, 0, 0,
-                                   "Python user site searched for NCCL's pip wheel (else ~/.local)"},
-    [HN_SETTING_HOME] = {"HOME", KIND_STRING, NULL, 0, 0, "for ~/.local, the default Python user site"},
-    [HN_SETTING_PATH] = {"PATH", KIND_STRING, NULL, 0, 0, "where the python3 whose NCCL wheel is searched is found"},
-    [HN_SETTING_CUDA_HOME] = {"CUDA_HOME", KIND_STRING, "/usr/local/cuda", 0, 0, "CUDA prefix searched for NCCL"},
-    [HN_SETTING_SLURM_JOB_ID] = {"SLURM_JOB_ID", KIND_STRING, NULL, 0, 0, "Slurm's job id, for the default job key"},
-    [HN_SETTING_SLURM_STEP_ID] = {"SLURM_STEP_ID", KIND_STRING, NULL, 0, 0, "Slurm's step id, for the default job key"},
-    [HN_SETTING_PMIX_LIBRARY] = {"HIDET_NCCL_PMIX_LIBRARY", KIND_STRING, NULL, 0, 0,
-                                 "the libpmix file the PMIx bootstrap loads; nothing else is tried while it is set"},
-    [HN_SETTING_PMIX_INSTALL_PREFIX] = {"PMIX_INSTALL_PREFIX", KIND_STRING, NULL, 0, 0,
-                                        "PMIx install prefix searched for lib/libpmix.so.2"},
-    [HN_SETTING_PMIX_NAMESPACE] = {"PMIX_NAMESPACE", KIND_STRING, NULL, 0, 0,
-                                   "set by a PMIx launcher (mpirun, srun --mpi=pmix): the PMIx bootstrap is chosen"},
-    [HN_SETTING_MASTER_ADDR] = {"MASTER_ADDR", KIND_STRING, NULL, 0, 0,
-                                "host of rank 0 for the socket rendezvous (hidet-nccl-run --master-addr, torchrun)"},
-    [HN_SETTING_MASTER_PORT] = {"MASTER_PORT", KIND_INT, NULL, 1, 65535,
-                                "port rank 0 listens on for the socket rendezvous"},
-    [HN_SETTING_RANKS_PER_ROOT] = {"HIDET_NCCL_RANKS_PER_ROOT", KIND_INT, "128", 1, 1 << 30,
-                                   "ranks per root of a communicator's init: more ranks than this, and init uses "
-                                   "ceil(n / this) roots (ncclCommInitRankScalable, NCCL 2.23)"},
-    [HN_SETTING_NCCL_HOSTID] = {"NCCL_HOSTID", KIND_STRING, NULL, 0, 0,
-                                "NCCL's host identity (else the host name): two ranks on one GPU of one host are "
-                                "refused, as NCCL refuses them"},
-    [HN_SETTING_GROUPED_P2P] = {"HIDET_NCCL_GROUPED_P2P", KIND_BOOL, "0", 0, 1,
-                                "1: all_to_all, gather and scatter as grouped send/recv even where NCCL has them "
-                                "(ncclAlltoAll, ncclGather, ncclScatter: 2.28)"},
-    [HN_SETTING_TRACE_ENTRIES] = {"HIDET_NCCL_TRACE_ENTRIES", KIND_INT, "2048", 0, 1 << 20,
-                                  "operations each communicator's flight recorder keeps (0: the recorder off)"},
-    [HN_SETTING_TRACE_DIR] = {"HIDET_NCCL_TRACE_DIR", KIND_STRING, NULL, 0, 0,
-                              "existing directory the flight recorder dumps into, on a deadline, an abort, SIGUSR1 "
-                              "or hidet_nccl_trace_dump (hidet-nccl-run --trace-dir sets it)"},
-    [HN_SETTING_TRACE_COMPLETION] = {"HIDET_NCCL_TRACE_COMPLETION", KIND_BOOL, "0", 0, 1,
-                                     "1: a CUDA event per recorded operation, so a dump says which completed"},
-    [HN_SETTING_TUNE_FILE] = {"HIDET_NCCL_TUNE_FILE", KIND_STRING, NULL, 0, 0,
-                              "crossover table for collectives on library memory (hidet-nccl-bench --tune writes one); "
-                              "unset: the built-in table"},
-    [HN_SETTING_VIEW_SHARE] = {"HIDET_NCCL_VIEW_SHARE", KIND_BOOL, "0", 0, 1,
-                               "1: the siblings an AUTO registration makes share the communicator's NCCL resources "
-                               "(splitShare: less device memory)"},
+#define HN_SETTING_ROW(id, name, kind, def, min, max, doc) [HN_SETTING_##id] = {name, KIND_##kind, def, min, max, doc},
+    HN_SETTINGS(HN_SETTING_ROW)
+#undef HN_SETTING_ROW
 };
 
 /* The launchers' rank variables, in the order they are trusted: the innermost launcher
@@ -318,6 +262,12 @@ hidet_nccl_status_t hidet_nccl__launcher_hints(hn_hints_t *out) {
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "local rank %d of local size %d, from %s, is out of range",
                        out->local_rank, out->local_size, out->local_source);
     return HIDET_NCCL_SUCCESS;
+}
+
+const char *hidet_nccl__launcher_var(int launcher, int which, const char **name) {
+    if (launcher < 0 || (size_t)launcher >= NUM_LAUNCHERS || which < 0 || which >= NUM_VARS) return NULL;
+    if (name != NULL) *name = k_launchers[launcher].launcher;
+    return k_launchers[launcher].var[which];
 }
 
 int hidet_nccl__launcher_rank(void) {

@@ -30,6 +30,10 @@ typedef struct {
 } hn_setting_info_t;
 void hidet_nccl__setting_info(hn_setting_t id, hn_setting_info_t *out);
 
+/* The rank, world size, local rank and local size variables (which 0 .. 3) of the launcher
+ * at `launcher` in the one order (0 first), and its name; NULL past the last launcher. */
+const char *hidet_nccl__launcher_var(int launcher, int which, const char **name);
+
 /* The rank the launcher gave, for the log prefix; -1 if none (or malformed). */
 int hidet_nccl__launcher_rank(void);
 
