@@ -47,43 +47,9 @@ static const struct {
     size_t offset;
     int required;
 } k_symbols[] = {
-    {"ncclGetVersion", offsetof(hn_nccl_t, GetVersion), 1},
-    {"ncclGetUniqueId", offsetof(hn_nccl_t, GetUniqueId), 1},
-    {"ncclCommInitRank", offsetof(hn_nccl_t, CommInitRank), 1},
-    {"ncclCommDestroy", offsetof(hn_nccl_t, CommDestroy), 1},
-    {"ncclCommAbort", offsetof(hn_nccl_t, CommAbort), 1},
-    {"ncclCommCount", offsetof(hn_nccl_t, CommCount), 1},
-    {"ncclCommCuDevice", offsetof(hn_nccl_t, CommCuDevice), 1},
-    {"ncclCommUserRank", offsetof(hn_nccl_t, CommUserRank), 1},
-    {"ncclCommGetAsyncError", offsetof(hn_nccl_t, CommGetAsyncError), 1},
-    {"ncclAllReduce", offsetof(hn_nccl_t, AllReduce), 1},
-    {"ncclBroadcast", offsetof(hn_nccl_t, Broadcast), 1},
-    {"ncclReduce", offsetof(hn_nccl_t, Reduce), 1},
-    {"ncclAllGather", offsetof(hn_nccl_t, AllGather), 1},
-    {"ncclReduceScatter", offsetof(hn_nccl_t, ReduceScatter), 1},
-    {"ncclSend", offsetof(hn_nccl_t, Send), 1},
-    {"ncclRecv", offsetof(hn_nccl_t, Recv), 1},
-    {"ncclGroupStart", offsetof(hn_nccl_t, GroupStart), 1},
-    {"ncclGroupEnd", offsetof(hn_nccl_t, GroupEnd), 1},
-    {"ncclGetErrorString", offsetof(hn_nccl_t, GetErrorString), 1},
-    {"ncclCommInitRankConfig", offsetof(hn_nccl_t, CommInitRankConfig), 0},
-    {"ncclCommFinalize", offsetof(hn_nccl_t, CommFinalize), 0},
-    {"ncclCommSplit", offsetof(hn_nccl_t, CommSplit), 0},
-    {"ncclGetLastError", offsetof(hn_nccl_t, GetLastError), 0},
-    {"ncclCommInitRankScalable", offsetof(hn_nccl_t, CommInitRankScalable), 0},
-    {"ncclRedOpCreatePreMulSum", offsetof(hn_nccl_t, RedOpCreatePreMulSum), 0},
-    {"ncclRedOpDestroy", offsetof(hn_nccl_t, RedOpDestroy), 0},
-    {"ncclAlltoAll", offsetof(hn_nccl_t, AlltoAll), 0},
-    {"ncclGather", offsetof(hn_nccl_t, Gather), 0},
-    {"ncclScatter", offsetof(hn_nccl_t, Scatter), 0},
-    {"ncclCommShrink", offsetof(hn_nccl_t, CommShrink), 0},
-    {"ncclCommRevoke", offsetof(hn_nccl_t, CommRevoke), 0},
-    {"ncclMemAlloc", offsetof(hn_nccl_t, MemAlloc), 0},
-    {"ncclMemFree", offsetof(hn_nccl_t, MemFree), 0},
-    {"ncclCommRegister", offsetof(hn_nccl_t, CommRegister), 0},
-    {"ncclCommDeregister", offsetof(hn_nccl_t, CommDeregister), 0},
-    {"ncclCommWindowRegister", offsetof(hn_nccl_t, CommWindowRegister), 0},
-    {"ncclCommWindowDeregister", offsetof(hn_nccl_t, CommWindowDeregister), 0},
+#define HN_NCCL_ROW(ret, name, since, params) {"nccl" #name, offsetof(hn_nccl_t, name), (since) == 0},
+    HN_NCCL_SYMBOLS(HN_NCCL_ROW)
+#undef HN_NCCL_ROW
 };
 
 /* Fills t from handle; on a missing required symbol returns its name. */
