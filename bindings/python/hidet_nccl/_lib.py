@@ -21,32 +21,62 @@ class HidetNcclError(RuntimeError):
         self.status_name = STATUS_NAMES[status] if 0 <= status < len(STATUS_NAMES) else "unknown status"
 
 
-# Every public function: (restype is the status int unless named), argument types.
+# Every public function of the headers: (restype, argument types). Enums are _INT; handles
+# (streams, ncclComm_t, hidet_nccl_bootstrap_h) and pointers to structs are _VOID_P.
+# tests/bindings checks both tables against include/hidet_nccl/*.h.
 _VOID_P = ctypes.c_void_p
+_VOID_PP = ctypes.POINTER(ctypes.c_void_p)
 _SIZE = ctypes.c_size_t
 _INT = ctypes.c_int
+_STR_P = ctypes.POINTER(ctypes.c_char_p)
 _PROTOTYPES = {
     "hidet_nccl_status_string": (ctypes.c_char_p, [_INT]),
     "hidet_nccl_last_error": (ctypes.c_char_p, []),
     "hidet_nccl_load": (_INT, []),
-    "hidet_nccl_library_path": (_INT, [ctypes.POINTER(ctypes.c_char_p)]),
+    "hidet_nccl_library_path": (_INT, [_STR_P]),
     "hidet_nccl_nccl_version": (_INT, [_c_int_p]),
+    "hidet_nccl_dtype_name": (_INT, [_INT, _STR_P]),
     "hidet_nccl_dtype_from_name": (_INT, [ctypes.c_char_p, _c_int_p]),
+    "hidet_nccl_dtype_size": (_INT, [_INT, ctypes.POINTER(_SIZE)]),
+    "hidet_nccl_op_name": (_INT, [_INT, _STR_P]),
     "hidet_nccl_op_from_name": (_INT, [ctypes.c_char_p, _c_int_p]),
+    "hidet_nccl_reduction": (_INT, [_INT, _INT, _VOID_P]),
     "hidet_nccl_init": (_INT, [_c_int_p]),
+    "hidet_nccl_comm_init": (_INT, [_VOID_P, _VOID_P, _c_int_p]),
+    "hidet_nccl_bootstrap_create": (_INT, [_VOID_P, _VOID_P, _VOID_PP]),
+    "hidet_nccl_bootstrap_create_v1": (_INT, [_VOID_P, _VOID_P, _VOID_PP]),
+    "hidet_nccl_bootstrap_load": (_INT, [ctypes.c_char_p, _VOID_P, _VOID_PP]),
+    "hidet_nccl_bootstrap_from_env": (_INT, [_VOID_PP]),
+    "hidet_nccl_bootstrap_file": (_INT, [_VOID_P, _VOID_PP]),
+    "hidet_nccl_bootstrap_socket": (_INT, [_VOID_P, _VOID_PP]),
+    "hidet_nccl_bootstrap_pmix": (_INT, [_VOID_PP]),
+    "hidet_nccl_bootstrap_destroy": (_INT, [_VOID_P]),
+    "hidet_nccl_bootstrap_name": (_INT, [_VOID_P, _STR_P]),
+    "hidet_nccl_bootstrap_rank": (_INT, [_VOID_P, _c_int_p, _c_int_p]),
+    "hidet_nccl_bootstrap_local_rank": (_INT, [_VOID_P, _c_int_p, _c_int_p]),
+    "hidet_nccl_bootstrap_broadcast": (_INT, [_VOID_P, _VOID_P, _SIZE, _INT, ctypes.c_double]),
+    "hidet_nccl_bootstrap_allgather": (_INT, [_VOID_P, _VOID_P, _VOID_P, _SIZE, ctypes.c_double]),
+    "hidet_nccl_set_comms": (_INT, [_INT, _VOID_PP]),
     "hidet_nccl_comm_adopt": (_INT, [_VOID_P, _c_int_p]),
+    "hidet_nccl_comm_lookup": (_INT, [_VOID_P, _c_int_p]),
+    "hidet_nccl_get_comm": (_INT, [_INT, _VOID_PP]),
+    "hidet_nccl_comm_count": (_INT, [_c_int_p]),
+    "hidet_nccl_comm_init_rank": (_INT, [_INT, _VOID_P, _INT, _c_int_p]),
+    "hidet_nccl_comm_init_all": (_INT, [_INT, _c_int_p, _c_int_p]),
+    "hidet_nccl_get_unique_id": (_INT, [_VOID_P]),
     "hidet_nccl_comm_split": (_INT, [_INT, _INT, _INT, _c_int_p]),
     "hidet_nccl_comm_destroy": (_INT, [_INT]),
     "hidet_nccl_comm_rank": (_INT, [_INT, _c_int_p]),
     "hidet_nccl_comm_size": (_INT, [_INT, _c_int_p]),
     "hidet_nccl_comm_device": (_INT, [_INT, _c_int_p]),
     "hidet_nccl_comm_is_owned": (_INT, [_INT, _c_int_p]),
+    "hidet_nccl_comm_set_error_policy": (_INT, [_INT, _INT]),
     "hidet_nccl_comm_wait": (_INT, [_INT, _VOID_P, ctypes.c_double]),
     "hidet_nccl_comm_check": (_INT, [_INT]),
     "hidet_nccl_comm_abort": (_INT, [_INT]),
     "hidet_nccl_comm_shrink": (_INT, [_INT, _INT, _c_int_p, _INT, _c_int_p]),
     "hidet_nccl_comm_revoke": (_INT, [_INT]),
-    "hidet_nccl_mem_alloc": (_INT, [_INT, _SIZE, ctypes.POINTER(ctypes.c_void_p)]),
+    "hidet_nccl_mem_alloc": (_INT, [_INT, _SIZE, _VOID_PP]),
     "hidet_nccl_mem_free": (_INT, [_VOID_P]),
     "hidet_nccl_register": (_INT, [_INT, _VOID_P, _SIZE, _INT, _c_int_p]),
     "hidet_nccl_deregister": (_INT, [_INT, _INT]),
@@ -68,13 +98,16 @@ _PROTOTYPES = {
     "hidet_nccl_barrier": (_INT, [_INT, _VOID_P]),
     "hidet_nccl_op_premul_sum": (_INT, [_INT, _INT, _VOID_P, _INT, _c_int_p]),
     "hidet_nccl_op_destroy": (_INT, [_INT, _INT]),
-    "hidet_nccl_setting": (_INT, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
-                                  ctypes.POINTER(ctypes.c_char_p)]),
+    "hidet_nccl_setting": (_INT, [ctypes.c_char_p, _STR_P, _STR_P]),
     "hidet_nccl_settings_reload": (_INT, []),
 }
+# bootstrap_mpi.h: only in libhidet_nccl_mpi.so. An MPI_Comm is Open MPI's pointer (what
+# mpi4py's MPI._handleof gives); _fortran takes MPI_Fint (mpi4py's Comm.py2f()).
 _MPI_PROTOTYPES = {
     "hidet_nccl_mpi_init": (_INT, [_c_int_p]),
     "hidet_nccl_mpi_comm_init": (_INT, [_VOID_P, _VOID_P, _c_int_p]),
+    "hidet_nccl_mpi_comm_init_fortran": (_INT, [_INT, _VOID_P, _c_int_p]),
+    "hidet_nccl_bootstrap_mpi": (_INT, [_VOID_P, _VOID_PP]),
 }
 
 _lib = None
