@@ -28,7 +28,7 @@
 #include "bootstrap_file/file_claim_int.h"
 #include "bootstrap_file/file_format_int.h"
 #include "bootstrap_file/file_io_int.h"
-#include "core/kit.h"
+#include "core/base/kit.h"
 #include "hidet_nccl/bootstrap.h"
 
 typedef struct {

@@ -2,14 +2,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/kit.h"
+#include "core/base/kit.h"
 
 #include "bootstrap_file/file_format_int.h"
 
 static const uint8_t k_magic[8] = {'H', 'N', 'C', 'C', 'L', 'B', 'F', 0};
 _Static_assert(HN_BF_KEY_BYTES == HN_FRAME_KEY_BYTES, "the key field is the framed record's");
 
-/* The common head of both kinds (core/kit.h's framed record); 0 if it does not fit. */
+/* The common head of both kinds (core/base/kit.h's framed record); 0 if it does not fit. */
 static size_t encode(uint8_t *out, size_t cap, int kind, const char *key, uint64_t seq, uint32_t world,
                      uint32_t rank, size_t body) {
     hn_frame_t f = {(uint32_t)kind, world, rank, (uint32_t)body, seq, ""};

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/kit.h"
+#include "core/base/kit.h"
 #include "hidet_nccl/bootstrap_mpi.h"
 
 typedef struct {

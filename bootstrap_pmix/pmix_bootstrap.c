@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/kit.h"
+#include "core/base/kit.h"
 #include "hidet_nccl/bootstrap.h"
 
 #ifdef HIDET_NCCL_NO_PMIX_HEADERS

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "bootstrap_pmix/pmix_loader_int.h"
-#include "core/kit.h"
+#include "core/base/kit.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static hn_pmix_t g_pmix;

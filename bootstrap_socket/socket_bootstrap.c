@@ -21,7 +21,7 @@
 
 #include "bootstrap_socket/socket_format_int.h"
 #include "bootstrap_socket/socket_io_int.h"
-#include "core/kit.h"
+#include "core/base/kit.h"
 #include "hidet_nccl/bootstrap.h"
 
 typedef struct {

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/kit.h"
+#include "core/base/kit.h"
 
 #include "bootstrap_socket/socket_format_int.h"
 

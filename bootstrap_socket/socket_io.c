@@ -14,7 +14,7 @@
 
 #include "bootstrap_socket/socket_format_int.h"
 #include "bootstrap_socket/socket_io_int.h"
-#include "core/kit.h"
+#include "core/base/kit.h"
 
 #define WHY(...) (snprintf(why, why_bytes, __VA_ARGS__), -1)
 

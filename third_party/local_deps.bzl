@@ -128,7 +128,7 @@ def _local_nccl_headers_impl(rctx):
     rctx.file("include_dir.txt", inc + "\n")
     rctx.file("BUILD", """package(default_visibility = ["//visibility:public"])
 exports_files(["include_dir.txt"])
-# Found at {inc}. Headers only: libnccl is loaded at run time by core/nccl_loader.c.
+# Found at {inc}. Headers only: libnccl is loaded at run time by core/nccl/nccl_loader.c.
 cc_library(
     name = "nccl_headers",
     hdrs = ["include/nccl.h"],

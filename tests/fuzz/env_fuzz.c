@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/kit.h"
+#include "core/base/kit.h"
 #include "hidet_nccl/bootstrap.h"
 
 static const char *const k_vars[] = {

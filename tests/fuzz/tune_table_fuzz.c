@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "core/tune_table_int.h"
+#include "core/mem/tune_table_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hn_tune_t t;

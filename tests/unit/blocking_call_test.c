@@ -1,4 +1,4 @@
-/* The deadline around blocking NCCL calls (core/blocking_call.c), with stand-in calls that
+/* The deadline around blocking NCCL calls (core/comm/blocking_call.c), with stand-in calls that
  * return at once, fail, or outlast the deadline: results and arguments come back, a call
  * past the deadline is a timeout at the deadline (not when the call ends), and the call's
  * `late` hook runs on the helper when it finally returns. */
@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/blocking_call_int.h"
-#include "core/kit.h"
+#include "core/comm/blocking_call_int.h"
+#include "core/base/kit.h"
 #include "tests/cunit_runner.h"
 
 typedef struct {

@@ -2,14 +2,14 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/dtype_int.h"
-#include "core/nccl_version_int.h"
+#include "core/nccl/dtype_int.h"
+#include "core/nccl/nccl_version_int.h"
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
 
 #define NONE (-1) /* refused */
 
-/* Written from NCCL's nccl.h and the issue, independently of core/dtype.c. One row per
+/* Written from NCCL's nccl.h and the issue, independently of core/nccl/dtype.c. One row per
  * dtype: name, short name, bytes, then per op (sum, prod, max, min, avg) the NCCL type
  * (NONE: refused), and the count multiplier. */
 static const struct {

@@ -1,6 +1,6 @@
 /* The roots of a scalable init: how many for n ranks, and that they are distinct ranks spread
  * evenly, rank 0 first. */
-#include "core/init_roots_int.h"
+#include "core/boot/init_roots_int.h"
 #include "tests/cunit_runner.h"
 
 static void test_counts(void) {

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/registry_int.h"
+#include "core/comm/registry_int.h"
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
 

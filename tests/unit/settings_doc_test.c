@@ -1,12 +1,12 @@
 /* docs/user_guide.md against the settings table: its "Environment variables" section names
- * every variable the library reads (the first column of its first table: core/settings_list.h)
- * and every launcher's rank variables in their one order (its second table: core/settings.c),
+ * every variable the library reads (the first column of its first table: core/base/settings_list.h)
+ * and every launcher's rank variables in their one order (its second table: core/base/settings.c),
  * and nothing the library does not read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/settings_int.h"
+#include "core/base/settings_int.h"
 #include "tests/cunit_runner.h"
 
 static const char *g_guide;
@@ -84,7 +84,7 @@ static void test_settings_documented(void) {
         hn_setting_info_t s;
         hidet_nccl__setting_info((hn_setting_t)i, &s);
         if (!take(names, n, s.name)) {
-            fprintf(stderr, "%s is read by the library (core/settings_list.h) but not in the user guide's table\n",
+            fprintf(stderr, "%s is read by the library (core/base/settings_list.h) but not in the user guide's table\n",
                     s.name);
             CU_FAIL("a setting is not documented");
         }

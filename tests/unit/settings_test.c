@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/settings_int.h"
+#include "core/base/settings_int.h"
 #include "hidet_nccl/bootstrap.h"
 #include "tests/cunit_runner.h"
 

@@ -1,9 +1,9 @@
-/* The tuning table's text format (core/tune_table.c): what it accepts, what a lookup picks,
+/* The tuning table's text format (core/mem/tune_table.c): what it accepts, what a lookup picks,
  * and every malformed line refused with its line number. */
 #include <stdio.h>
 #include <string.h>
 
-#include "core/tune_table_int.h"
+#include "core/mem/tune_table_int.h"
 #include "tests/cunit_runner.h"
 
 static int parse(const char *text, hn_tune_t *t, char *why) {

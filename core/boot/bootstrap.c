@@ -1,0 +1,268 @@
+/* Bootstrap handles: checking and loading plug-ins (version 2, and version 1 through the
+ * adapter), and the calls the core makes on them. The choice from the environment is in
+ * core/boot/bootstrap_env.c. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/boot/bootstrap_int.h"
+#include "core/boot/bootstrap_v1_int.h"
+#include "core/base/status_int.h"
+#include "core/base/settings_int.h"
+
+#define BACKEND_MSG 2048
+#define ALLGATHER_MAX (8 << 20)
+
+/* The backend's own words, or the status name when it gave none. msg is the BACKEND_MSG
+ * buffer the backend wrote into: terminated here, since a plug-in may have filled it to the
+ * last byte without a NUL. */
+static hidet_nccl_status_t backend_fail(const char *name, const char *what, hidet_nccl_status_t st, char *msg) {
+    msg[BACKEND_MSG - 1] = '\0';
+    return HN_FAIL(st, "bootstrap '%s' %s failed: %s", name ? name : "?", what,
+                   msg[0] ? msg : hidet_nccl_status_string(st));
+}
+
+typedef struct {
+    const char *member;
+    int present;
+} member_t;
+
+/* A name, the expected version, and every required member. */
+static hidet_nccl_status_t check_plugin(const char *name, int version, int expected, const member_t *members, int n,
+                                        const char *where) {
+    if (name == NULL || name[0] == '\0')
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "bootstrap plug-in %s has no name", where);
+    if (version != expected)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                       "bootstrap plug-in '%s' (%s) says API version %d, but was given as a version %d struct; this "
+                       "library loads versions 2 (%s) and 1 (%s)",
+                       name, where, version, expected, HIDET_NCCL_BOOTSTRAP_SYMBOL_V2, HIDET_NCCL_BOOTSTRAP_SYMBOL_V1);
+    for (int i = 0; i < n; i++)
+        if (!members[i].present)
+            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "bootstrap plug-in '%s' (%s) has no %s", name, where,
+                           members[i].member);
+    return HIDET_NCCL_SUCCESS;
+}
+
+static hidet_nccl_status_t check_v2(const hidet_nccl_bootstrap_t *ops, const char *where) {
+    const member_t m[] = {{"init", ops->init != NULL},           {"rank_size", ops->rank_size != NULL},
+                          {"local_rank", ops->local_rank != NULL}, {"broadcast", ops->broadcast != NULL},
+                          {"allgather", ops->allgather != NULL},   {"finalize", ops->finalize != NULL}};
+    return check_plugin(ops->name, ops->api_version, HIDET_NCCL_BOOTSTRAP_API_VERSION, m, 6, where);
+}
+
+static hidet_nccl_status_t check_v1(const hidet_nccl_bootstrap_v1_t *ops, const char *where) {
+    const member_t m[] = {{"init", ops->init != NULL},
+                          {"rank_size", ops->rank_size != NULL},
+                          {"local_rank", ops->local_rank != NULL},
+                          {"broadcast", ops->broadcast != NULL},
+                          {"finalize", ops->finalize != NULL}};
+    return check_plugin(ops->name, ops->api_version, HIDET_NCCL_BOOTSTRAP_API_VERSION_V1, m, 5, where);
+}
+
+/* init's arguments: the deadline (timeout_s, or the setting when 0) and the launcher's hints. */
+static hidet_nccl_status_t init_args(double timeout_s, hidet_nccl_bootstrap_init_args_t *args, hn_hints_t *hints) {
+    memset(args, 0, sizeof *args);
+    args->size = sizeof *args;
+    HN_CHECK(hidet_nccl__deadline_seconds(timeout_s, "timeout_s", &args->timeout_s));
+    HN_CHECK(hidet_nccl__launcher_hints(hints));
+    args->rank = hints->rank;
+    args->nranks = hints->nranks;
+    args->local_rank = hints->local_rank;
+    args->local_size = hints->local_size;
+    args->hint_source = hints->source;
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* ops has been checked. */
+static hidet_nccl_status_t create(const hidet_nccl_bootstrap_t *ops, const void *params, void *dl_handle,
+                                  const char *where, double timeout_s, hidet_nccl_bootstrap_h *out) {
+    hidet_nccl_bootstrap_init_args_t args;
+    hn_hints_t hints;
+    HN_CHECK(init_args(timeout_s, &args, &hints));
+    hidet_nccl_bootstrap_h bs = calloc(1, sizeof *bs);
+    if (bs == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for a bootstrap");
+    bs->ops = *ops;
+    bs->dl_handle = dl_handle;
+    char msg[BACKEND_MSG] = "";
+    hidet_nccl_status_t st = ops->init(params, &args, &bs->state, msg, sizeof msg);
+    if (st != HIDET_NCCL_SUCCESS) {
+        free(bs);
+        return backend_fail(ops->name, "init", st, msg);
+    }
+    HN_INFO("bootstrap '%s' ready (%s)", ops->name, where);
+    *out = bs;
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* A v1 plug-in through the adapter, under the plug-in's name. */
+static hidet_nccl_status_t create_v1(const hidet_nccl_bootstrap_v1_t *v1, const void *params, void *dl_handle,
+                                     const char *where, hidet_nccl_bootstrap_h *out) {
+    HN_CHECK(check_v1(v1, where));
+    hidet_nccl_bootstrap_t adapted = hidet_nccl__bootstrap_v1_adapter;
+    adapted.name = v1->name;
+    const hn_v1_params_t wrapped = {v1, params};
+    return create(&adapted, &wrapped, dl_handle, where, 0, out);
+}
+
+hidet_nccl_status_t hidet_nccl_bootstrap_create(const hidet_nccl_bootstrap_t *ops, const void *params,
+                                                hidet_nccl_bootstrap_h *out) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(ops);
+    HN_CHECK_NOT_NULL(out);
+    *out = NULL;
+    HN_CHECK(check_v2(ops, "given by the caller"));
+    return create(ops, params, NULL, "given by the caller", 0, out);
+}
+
+hidet_nccl_status_t hidet_nccl__bootstrap_create_timed(const hidet_nccl_bootstrap_t *ops, const void *params,
+                                                       double timeout_s, hidet_nccl_bootstrap_h *out) {
+    HN_CHECK(check_v2(ops, "built in"));
+    return create(ops, params, NULL, "built in", timeout_s, out);
+}
+
+hidet_nccl_status_t hidet_nccl_bootstrap_create_v1(const hidet_nccl_bootstrap_v1_t *ops, const void *params,
+                                                   hidet_nccl_bootstrap_h *out) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(ops);
+    HN_CHECK_NOT_NULL(out);
+    *out = NULL;
+    return create_v1(ops, params, NULL, "version 1, given by the caller", out);
+}
+
+/* Newest version first, as NCCL loads its net plug-ins. */
+hidet_nccl_status_t hidet_nccl_bootstrap_load(const char *path, const void *params, hidet_nccl_bootstrap_h *out) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(path);
+    HN_CHECK_NOT_NULL(out);
+    *out = NULL;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        const char *e = dlerror();
+        return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "bootstrap plug-in %s could not be loaded: %s", path,
+                       e ? e : "dlopen failed");
+    }
+    hidet_nccl_status_t st;
+    const hidet_nccl_bootstrap_t *v2 = dlsym(h, HIDET_NCCL_BOOTSTRAP_SYMBOL_V2);
+    const hidet_nccl_bootstrap_v1_t *v1 = v2 ? NULL : dlsym(h, HIDET_NCCL_BOOTSTRAP_SYMBOL_V1);
+    if (v2 != NULL) {
+        st = check_v2(v2, path);
+        if (st == HIDET_NCCL_SUCCESS) st = create(v2, params, h, path, 0, out);
+    } else if (v1 != NULL) {
+        HN_INFO("bootstrap plug-in %s has no %s; using its %s through the version 1 adapter", path,
+                HIDET_NCCL_BOOTSTRAP_SYMBOL_V2, HIDET_NCCL_BOOTSTRAP_SYMBOL_V1);
+        st = create_v1(v1, params, h, path, out);
+    } else {
+        st = HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "bootstrap plug-in %s exports neither %s nor %s", path,
+                     HIDET_NCCL_BOOTSTRAP_SYMBOL_V2, HIDET_NCCL_BOOTSTRAP_SYMBOL_V1);
+    }
+    if (st != HIDET_NCCL_SUCCESS) dlclose(h);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl_bootstrap_destroy(hidet_nccl_bootstrap_h bs) {
+    HN_ENTER();
+    if (bs == NULL) return HIDET_NCCL_SUCCESS;
+    char msg[BACKEND_MSG] = "";
+    hidet_nccl_status_t st = bs->ops.finalize(bs->state, msg, sizeof msg);
+    if (st != HIDET_NCCL_SUCCESS) st = backend_fail(bs->ops.name, "finalize", st, msg);
+    if (bs->dl_handle != NULL) dlclose(bs->dl_handle);
+    free(bs);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl_bootstrap_name(hidet_nccl_bootstrap_h bs, const char **name) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(bs);
+    HN_CHECK_NOT_NULL(name);
+    *name = bs->ops.name;
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__bootstrap_rank(hidet_nccl_bootstrap_h bs, int *rank, int *size) {
+    char msg[BACKEND_MSG] = "";
+    hidet_nccl_status_t st = bs->ops.rank_size(bs->state, rank, size, msg, sizeof msg);
+    if (st != HIDET_NCCL_SUCCESS) return backend_fail(bs->ops.name, "rank_size", st, msg);
+    if (*size < 1 || *rank < 0 || *rank >= *size)
+        return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "bootstrap '%s' gave rank %d of size %d", bs->ops.name, *rank,
+                       *size);
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__bootstrap_local_rank(hidet_nccl_bootstrap_h bs, int *local_rank, int *local_size) {
+    char msg[BACKEND_MSG] = "";
+    hidet_nccl_status_t st = bs->ops.local_rank(bs->state, local_rank, local_size, msg, sizeof msg);
+    if (st != HIDET_NCCL_SUCCESS) return backend_fail(bs->ops.name, "local_rank", st, msg);
+    if (*local_size >= 0 && (*local_size < 1 || *local_rank < 0 || *local_rank >= *local_size))
+        return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "bootstrap '%s' gave local rank %d of local size %d", bs->ops.name,
+                       *local_rank, *local_size);
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_bootstrap_rank(hidet_nccl_bootstrap_h bs, int *rank, int *size) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(bs);
+    HN_CHECK_NOT_NULL(rank);
+    HN_CHECK_NOT_NULL(size);
+    return hidet_nccl__bootstrap_rank(bs, rank, size);
+}
+
+hidet_nccl_status_t hidet_nccl_bootstrap_local_rank(hidet_nccl_bootstrap_h bs, int *local_rank, int *local_size) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(bs);
+    HN_CHECK_NOT_NULL(local_rank);
+    HN_CHECK_NOT_NULL(local_size);
+    return hidet_nccl__bootstrap_local_rank(bs, local_rank, local_size);
+}
+
+hidet_nccl_status_t hidet_nccl__bootstrap_broadcast(hidet_nccl_bootstrap_h bs, void *buf, size_t bytes, int root,
+                                                    double timeout_s) {
+    char msg[BACKEND_MSG] = "";
+    uint64_t tag = bs->next_tag++;
+    hidet_nccl_status_t st = bs->ops.broadcast(bs->state, buf, bytes, root, tag, timeout_s, msg, sizeof msg);
+    if (st != HIDET_NCCL_SUCCESS) return backend_fail(bs->ops.name, "broadcast", st, msg);
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__bootstrap_allgather(hidet_nccl_bootstrap_h bs, const void *send, void *recv,
+                                                    size_t bytes, double timeout_s) {
+    int rank, size; /* the contract's limit, for the library's own calls as for the caller's */
+    HN_CHECK(hidet_nccl__bootstrap_rank(bs, &rank, &size));
+    if (bytes > ALLGATHER_MAX / (size_t)size)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                       "bytes %zu from each of %d ranks is more than a bootstrap allgather carries (%d in all)", bytes,
+                       size, ALLGATHER_MAX);
+    char msg[BACKEND_MSG] = "";
+    uint64_t tag = bs->next_tag++;
+    hidet_nccl_status_t st = bs->ops.allgather(bs->state, send, recv, bytes, tag, timeout_s, msg, sizeof msg);
+    if (st != HIDET_NCCL_SUCCESS) return backend_fail(bs->ops.name, "allgather", st, msg);
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_bootstrap_allgather(hidet_nccl_bootstrap_h bs, const void *send, void *recv,
+                                                   size_t bytes, double timeout_s) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(bs);
+    if (bytes > 0) {
+        HN_CHECK_NOT_NULL(send);
+        HN_CHECK_NOT_NULL(recv);
+    }
+    HN_CHECK(hidet_nccl__deadline_seconds(timeout_s, "timeout_s", &timeout_s));
+    return hidet_nccl__bootstrap_allgather(bs, send, recv, bytes, timeout_s);
+}
+
+hidet_nccl_status_t hidet_nccl_bootstrap_broadcast(hidet_nccl_bootstrap_h bs, void *buf, size_t bytes, int root,
+                                                   double timeout_s) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(bs);
+    if (bytes > 0) HN_CHECK_NOT_NULL(buf);
+    if (bytes > 65536)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "bytes %zu is more than a bootstrap carries (65536)", bytes);
+    int rank, size;
+    HN_CHECK(hidet_nccl__bootstrap_rank(bs, &rank, &size));
+    if (root < 0 || root >= size)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "root %d is not in 0 .. %d", root, size - 1);
+    HN_CHECK(hidet_nccl__deadline_seconds(timeout_s, "timeout_s", &timeout_s));
+    return hidet_nccl__bootstrap_broadcast(bs, buf, bytes, root, timeout_s);
+}

@@ -1,0 +1,30 @@
+/* Internal: the bootstrap handle and the core's calls on it (core/boot/bootstrap.c). */
+#ifndef HIDET_NCCL_CORE_BOOT_BOOTSTRAP_INT_H_
+#define HIDET_NCCL_CORE_BOOT_BOOTSTRAP_INT_H_
+
+#include "core/base/kit.h"
+#include "hidet_nccl/bootstrap.h"
+
+struct hidet_nccl_bootstrap {
+    hidet_nccl_bootstrap_t ops; /* the newest version; older plug-ins through an adapter */
+    void *state;
+    void *dl_handle; /* a loaded plug-in, closed by destroy */
+    uint64_t next_tag;
+};
+
+/* hidet_nccl_bootstrap_create with init's deadline timeout_s (0: $HIDET_NCCL_TIMEOUT). */
+hidet_nccl_status_t hidet_nccl__bootstrap_create_timed(const hidet_nccl_bootstrap_t *ops, const void *params,
+                                                       double timeout_s, hidet_nccl_bootstrap_h *out);
+
+/* The backend's rank and size (checked to be consistent), and local rank. */
+hidet_nccl_status_t hidet_nccl__bootstrap_rank(hidet_nccl_bootstrap_h bs, int *rank, int *size);
+hidet_nccl_status_t hidet_nccl__bootstrap_local_rank(hidet_nccl_bootstrap_h bs, int *local_rank, int *local_size);
+
+/* The backend's broadcast/allgather with the next tag; the backend's message, if any,
+ * becomes the thread's message. */
+hidet_nccl_status_t hidet_nccl__bootstrap_broadcast(hidet_nccl_bootstrap_h bs, void *buf, size_t bytes, int root,
+                                                    double timeout_s);
+hidet_nccl_status_t hidet_nccl__bootstrap_allgather(hidet_nccl_bootstrap_h bs, const void *send, void *recv,
+                                                    size_t bytes, double timeout_s);
+
+#endif

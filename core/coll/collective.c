@@ -1,0 +1,166 @@
+/* What every collective shares (core/coll/collective_int.h). */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/coll/collective_int.h"
+#include "core/nccl/cuda_int.h"
+#include "core/coll/custom_op_int.h"
+#include "core/nccl/dtype_int.h"
+#include "core/base/status_int.h"
+#include "core/comm/group_int.h"
+#include "core/comm/comm_health_int.h"
+#include "core/comm/registry_int.h"
+#include "core/base/settings_int.h"
+#include "core/comm/wait_int.h"
+
+hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, cudaStream_t stream, hn_coll_t *c) {
+    *c = (hn_coll_t){comm_id, NULL, NULL, name, -1, -1, stream, -1, NULL};
+    hn_slot_t slot;
+    HN_CHECK(hidet_nccl__registry_coll(comm_id, &slot));
+    c->comm = slot.comm;
+    c->trace = slot.trace;
+    if (slot.nranks > 0 && slot.rank >= 0) { /* known for an owned communicator: NCCL is not asked per call */
+        c->nranks = slot.nranks;
+        c->rank = slot.rank;
+    }
+    c->n = hidet_nccl__nccl_loaded(); /* a registered communicator implies a loaded NCCL */
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
+    if (c->nranks > 0 && c->rank >= 0) return HIDET_NCCL_SUCCESS; /* from the registry */
+    ncclResult_t r = c->nranks > 0 ? ncclSuccess : c->n->CommCount(c->comm, &c->nranks);
+    if (r == ncclSuccess) r = c->n->CommUserRank(c->comm, &c->rank);
+    if (r != ncclSuccess) {
+        char call[96];
+        snprintf(call, sizeof call, "ncclCommCount/ncclCommUserRank (communicator id %d)", c->id);
+        return hidet_nccl__nccl_fail(c->name, call, r, c->comm);
+    }
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* count * blocks elements of elem_bytes each, and count * mult NCCL elements, fit size_t. */
+static hidet_nccl_status_t sizes(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count, size_t blocks,
+                                 size_t mult, size_t elem_bytes, const char *what, size_t *nccl_count, size_t *bytes) {
+    size_t product;
+    if (blocks == 0) blocks = 1;
+    if (__builtin_mul_overflow(count, elem_bytes, &product) || __builtin_mul_overflow(product, blocks, &product))
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                       "%s: %s %zu of %s (%zu bytes each)%s overflows size_t bytes", c->name, what, count,
+                       hidet_nccl__dtype_str(dtype), elem_bytes, blocks > 1 ? " times the number of ranks" : "");
+    *nccl_count = count * mult;
+    *bytes = count * elem_bytes;
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__move_plan(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count, size_t blocks,
+                                          const char *what, ncclDataType_t *type, size_t *nccl_count, size_t *bytes) {
+    size_t mult;
+    HN_CHECK(hidet_nccl__movement(dtype, type, &mult));
+    return sizes(c, dtype, count, blocks, mult, mult * hidet_nccl__nccl_type_size(*type), what, nccl_count, bytes);
+}
+
+hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
+                                            size_t count, size_t blocks, hidet_nccl_reduction_t *red,
+                                            size_t *nccl_count, size_t *bytes) {
+    ncclRedOp_t nccl_op = 0;
+    c->op = (int)op;
+    int custom = hidet_nccl__is_custom_op(op);
+    if (custom) HN_CHECK(hidet_nccl__custom_op(c->name, c->id, c->comm, dtype, op, &nccl_op));
+    /* the table, the NCCL version, and count's bytes against size_t */
+    HN_CHECK(hidet_nccl__plan_for(c->name, dtype, custom ? HIDET_NCCL_SUM : op, count, c->n->version, red, nccl_count));
+    if (custom) red->nccl_op = nccl_op;
+    size_t elem = red->count_multiplier * hidet_nccl__nccl_type_size(red->nccl_dtype);
+    if (blocks > 1) /* reduce_scatter's sendbuff: nranks times that */
+        return sizes(c, dtype, count, blocks, red->count_multiplier, elem, "count", nccl_count, bytes);
+    *bytes = count * elem;
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__coll_rank_arg(const hn_coll_t *c, int r, const char *what) {
+    if (r < 0 || r >= c->nranks)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s %d is not a rank of communicator id %d (0 .. %d)",
+                       c->name, what, r, c->id, c->nranks - 1);
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__coll_buffer(const hn_coll_t *c, const void *ptr, const char *what, size_t count) {
+    if (ptr == NULL)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL with count %zu", c->name, what, count);
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__coll_alias(const hn_coll_t *c, const void *a, size_t a_bytes, const char *a_name,
+                                           const void *b, size_t b_bytes, const char *b_name, const void *in_place,
+                                           const char *rule) {
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    int disjoint = x + a_bytes <= y || y + b_bytes <= x;
+    if (disjoint || (in_place != NULL && a == in_place)) return HIDET_NCCL_SUCCESS;
+    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                   "%s: %s %p (%zu bytes) overlaps %s %p (%zu bytes); %s", c->name, a_name, a, a_bytes, b_name, b,
+                   b_bytes, rule);
+}
+
+/* NCCL 2.28.9 leaves the last elements of a one-rank scaled sum unwritten for some counts above
+ * 4096 (4097, 12289, 1048577, 1048579 of float32, measured on an H200); a multiple of 4096
+ * elements and the rest, as two calls, came out right for every count tried. */
+#define ONE_RANK_SCALED_STEP 4096
+
+hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_op_t op, const hidet_nccl_reduction_t *red,
+                                                const void *send, void *recv, size_t count, hidet_nccl_dtype_t dtype,
+                                                size_t nccl_count, cudaStream_t stream, int *done) {
+    *done = c->nranks == 1;
+    if (!*done) return HIDET_NCCL_SUCCESS;
+    size_t elem = hidet_nccl__nccl_type_size(red->nccl_dtype);
+    if (!hidet_nccl__is_custom_op(op)) { /* every op of one value is that value: a copy, exact */
+        if (c->trace != NULL)
+            hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, -1, stream, ncclSuccess,
+                                     hidet_nccl__group_depth() > 0);
+        if (recv == send) return HIDET_NCCL_SUCCESS;
+        cudaError_t e = cudaMemcpyAsync(recv, send, nccl_count * elem, cudaMemcpyDeviceToDevice, stream);
+        if (e == cudaSuccess) return HIDET_NCCL_SUCCESS;
+        char call[64];
+        snprintf(call, sizeof call, "cudaMemcpyAsync (one-rank %s)", c->name);
+        return hidet_nccl__cuda_fail(c->name, call, e);
+    }
+    size_t bulk = nccl_count / ONE_RANK_SCALED_STEP * ONE_RANK_SCALED_STEP;
+    ncclResult_t r = ncclSuccess;
+    if (bulk > 0) r = c->n->AllReduce(send, recv, bulk, red->nccl_dtype, red->nccl_op, c->comm, stream);
+    if (r == ncclSuccess && bulk < nccl_count)
+        r = c->n->AllReduce((const char *)send + bulk * elem, (char *)recv + bulk * elem, nccl_count - bulk,
+                            red->nccl_dtype, red->nccl_op, c->comm, stream);
+    return hidet_nccl__coll_end(c, r, "ncclAllReduce (one rank, scaled sum)", count, dtype, NULL, 0);
+}
+
+hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call, size_t count,
+                                         hidet_nccl_dtype_t dtype, const char *who, int rank) {
+    if (c->trace != NULL)
+        hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, who != NULL ? rank : -1, c->stream, r,
+                                 hidet_nccl__group_depth() > 0);
+    if (r == ncclSuccess) {
+        if (hidet_nccl__group_depth() > 0) return hidet_nccl__group_track(c->comm);
+        return HIDET_NCCL_SUCCESS;
+    }
+    char call[192], tail[32] = "";
+    if (who != NULL) snprintf(tail, sizeof tail, ", %s %d", who, rank);
+    snprintf(call, sizeof call, "%s(communicator id %d, count %zu of %s%s)", nccl_call, c->id, count,
+             hidet_nccl__dtype_str(dtype), tail);
+    if (r != ncclInProgress) {
+        char event[160];
+        snprintf(event, sizeof event, "%.100s failed (error policy ABORT_COMM)", nccl_call);
+        return hidet_nccl__comm_failed(c->id, hidet_nccl__nccl_fail(c->name, call, r, c->comm), 0, event);
+    }
+    /* A non-blocking communicator may still be enqueuing (e.g. connecting on first use). */
+    if (hidet_nccl__group_depth() > 0) return hidet_nccl__group_track(c->comm);
+    double timeout;
+    HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
+    ncclComm_t comm = c->comm;
+    return hidet_nccl__await(c->n, &comm, 1, timeout, 0, call);
+}
+
+hidet_nccl_status_t hidet_nccl__grouped_p2p(const void *native, int *grouped) {
+    int forced = 0;
+    HN_CHECK(hidet_nccl__setting_int(HN_SETTING_GROUPED_P2P, &forced));
+    *grouped = native == NULL || forced;
+    return HIDET_NCCL_SUCCESS;
+}

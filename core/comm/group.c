@@ -1,0 +1,115 @@
+/* ncclGroupStart/End for the calling thread, and the communicators used inside a group. */
+#include <stdlib.h>
+
+#include "core/base/status_int.h"
+#include "core/comm/group_int.h"
+#include "core/comm/registry_int.h"
+#include "core/comm/wait_int.h"
+
+static _Thread_local int t_depth;
+static _Thread_local ncclComm_t *t_tracked;
+static _Thread_local int t_ntracked, t_captracked;
+
+/* Splits inside the group: NCCL writes each new communicator into *child when the group's
+ * job runs, so child lives on the heap until group_end registers it under id (-1: NOCOLOR,
+ * nothing to register). */
+typedef struct pending_split {
+    int id;
+    ncclComm_t *child;
+    struct pending_split *next;
+} pending_split_t;
+static _Thread_local pending_split_t *t_splits;
+
+hidet_nccl_status_t hidet_nccl__group_add_split(int id, ncclComm_t *child) {
+    pending_split_t *p = malloc(sizeof *p);
+    if (p == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory recording a split");
+    *p = (pending_split_t){id, child, t_splits};
+    t_splits = p;
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* After the group: registers each split's communicator, or on failure aborts it and marks
+ * its id dead. */
+static hidet_nccl_status_t finish_splits(const hn_nccl_t *n, hidet_nccl_status_t st, double timeout) {
+    int count = 0;
+    for (pending_split_t *p = t_splits; p; p = p->next) count++;
+    ncclComm_t *children = count ? calloc((size_t)count, sizeof *children) : NULL;
+    if (count && children == NULL && st == HIDET_NCCL_SUCCESS)
+        st = HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory finishing %d splits", count);
+    int i = 0;
+    for (pending_split_t *p = t_splits; p; p = p->next, i++) {
+        if (children) children[i] = *p->child;
+        if (st == HIDET_NCCL_SUCCESS && *p->child == NULL && p->id >= 0)
+            st = HN_FAIL(HIDET_NCCL_ERROR_NCCL, "ncclCommSplit gave no communicator for id %d", p->id);
+    }
+    if (st == HIDET_NCCL_SUCCESS && count)
+        st = hidet_nccl__await(n, children, count, timeout, 1, "the communicators split in the group");
+    i = 0;
+    for (pending_split_t *p = t_splits, *next; p; p = next, i++) {
+        next = p->next;
+        ncclComm_t c = *p->child;
+        if (st != HIDET_NCCL_SUCCESS && c != NULL && children && children[i] != NULL) n->CommAbort(c);
+        int nranks = 0, rank = -1;
+        if (st == HIDET_NCCL_SUCCESS && c != NULL) n->CommCount(c, &nranks), n->CommUserRank(c, &rank);
+        if (p->id >= 0) hidet_nccl__registry_fill(p->id, st == HIDET_NCCL_SUCCESS ? c : NULL, nranks, rank);
+        free(p->child);
+        free(p);
+    }
+    t_splits = NULL;
+    free(children);
+    return st;
+}
+
+int hidet_nccl__group_depth(void) { return t_depth; }
+
+hidet_nccl_status_t hidet_nccl__group_track(ncclComm_t comm) {
+    for (int i = 0; i < t_ntracked; i++)
+        if (t_tracked[i] == comm) return HIDET_NCCL_SUCCESS;
+    if (t_ntracked == t_captracked) {
+        int cap = t_captracked ? 2 * t_captracked : 16;
+        ncclComm_t *p = realloc(t_tracked, (size_t)cap * sizeof *p);
+        if (p == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory tracking %d communicators", cap);
+        t_tracked = p;
+        t_captracked = cap;
+    }
+    t_tracked[t_ntracked++] = comm;
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_group_start(void) {
+    HN_ENTER();
+    const hn_nccl_t *n;
+    HN_CHECK(hidet_nccl__nccl(&n));
+    ncclResult_t r = n->GroupStart();
+    if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, "ncclGroupStart", r, NULL);
+    t_depth++;
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_group_end(void) {
+    HN_ENTER();
+    if (t_depth == 0)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE, "group_end without a matching group_start in this thread");
+    const hn_nccl_t *n;
+    HN_CHECK(hidet_nccl__nccl(&n));
+    ncclResult_t r = n->GroupEnd();
+    t_depth--;
+    if (t_depth > 0) {
+        if (r != ncclSuccess && r != ncclInProgress) return hidet_nccl__nccl_fail(__func__, "ncclGroupEnd", r, NULL);
+        return HIDET_NCCL_SUCCESS;
+    }
+    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
+    double timeout = 0; /* read below; finish_splits awaits only after a success */
+    if (r != ncclSuccess && r != ncclInProgress) {
+        st = hidet_nccl__nccl_fail(__func__, "ncclGroupEnd", r, NULL);
+    } else {
+        st = hidet_nccl__timeout_seconds(&timeout);
+        if (st == HIDET_NCCL_SUCCESS)
+            st = hidet_nccl__await(n, t_tracked, t_ntracked, timeout, 0, "the group's NCCL operations");
+    }
+    st = finish_splits(n, st, timeout);
+    free(t_tracked);
+    t_tracked = NULL;
+    t_ntracked = t_captracked = 0;
+    return st;
+}

@@ -1,0 +1,17 @@
+/* Internal: the calling thread's group bookkeeping (core/comm/group.c). */
+#ifndef HIDET_NCCL_CORE_COMM_GROUP_INT_H_
+#define HIDET_NCCL_CORE_COMM_GROUP_INT_H_
+
+#include <nccl.h>
+
+#include "hidet_nccl/hidet_nccl.h"
+
+/* How many hidet_nccl_group_start calls of this thread are not yet ended. */
+int hidet_nccl__group_depth(void);
+/* Remembers a communicator used inside the current group, to await it at group_end. */
+hidet_nccl_status_t hidet_nccl__group_track(ncclComm_t comm);
+/* Remembers a split inside the current group: at group_end, *child (malloc'ed, freed
+ * there) is awaited and registered under the pending id. */
+hidet_nccl_status_t hidet_nccl__group_add_split(int id, ncclComm_t *child);
+
+#endif

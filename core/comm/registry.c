@@ -1,0 +1,404 @@
+/* The communicator registry: ids, ownership, checks on every use. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/status_int.h"
+#include "core/nccl/nccl_config_int.h"
+#include "core/nccl/nccl_loader_int.h"
+#include "core/comm/registry_int.h"
+
+/* How a slot's communicator came: made by the library, or borrowed one at a time
+ * (comm_adopt) or as the seed's pool (set_comms, which replaces the pool). */
+typedef enum { KIND_OWNED, KIND_ADOPTED, KIND_POOL } kind_t;
+
+typedef struct {
+    ncclComm_t comm;
+    kind_t kind;
+    int live;
+    int pending; /* reserved by a split inside a group; filled at group_end */
+    int nranks;  /* 0: unknown (borrowed) */
+    int failed;  /* live, but only shrink, revoke, destroy and abort take it */
+    int rank;    /* this rank, asked of NCCL when an owned one is added (-1: unknown); a failed
+                  * communicator no longer answers ncclCommUserRank */
+    hidet_nccl_error_policy_t policy;
+    uint32_t key;     /* the recorder's name of the communicator, the same on every rank */
+    uint32_t children; /* splits and shrinks made of it: the ordinal in a child's key */
+    hn_trace_t *trace; /* the flight recorder's ring, kept after death for dumps; NULL: none yet, or off */
+    int trace_tried;   /* the ring was made (or the recorder is off) at the first collective */
+    char why[160];     /* why a dead id is dead (empty: destroyed), or why a failed one failed */
+    hn_knobs_t knobs;  /* NCCL's knobs it was made with: its splits and shrinks are made with them too */
+} slot_t;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static slot_t *g_slots;
+static int g_count;    /* ids handed out */
+static int g_capacity;
+
+static hidet_nccl_status_t check_id_locked(int id, int accept_failed) {
+    if (id < 0)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM, "communicator id %d is negative", id);
+    if (g_count == 0)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM,
+                       "communicator id %d was never given: no communicator exists (none created yet, or all "
+                       "released by hidet_nccl_finalize)", id);
+    if (id >= g_count)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM,
+                       "communicator id %d was never given (%d ids have been given: 0 .. %d)", id, g_count,
+                       g_count - 1);
+    if (!g_slots[id].live)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM, "communicator id %d was %s", id,
+                       g_slots[id].why[0] ? g_slots[id].why : "destroyed");
+    if (g_slots[id].pending)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
+                       "communicator id %d is not ready: it comes from a split inside a group that has not ended "
+                       "(call hidet_nccl_group_end first)", id);
+    if (g_slots[id].failed && !accept_failed)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM,
+                       "communicator id %d failed (%s): it takes no more collectives; the survivors make a new one "
+                       "with hidet_nccl_comm_shrink (HIDET_NCCL_SHRINK_ABORT), and hidet_nccl_comm_destroy releases it",
+                       id, g_slots[id].why);
+    return HIDET_NCCL_SUCCESS;
+}
+
+static hidet_nccl_status_t reserve_locked(int needed) {
+    if (needed <= g_capacity) return HIDET_NCCL_SUCCESS;
+    int cap = g_capacity ? g_capacity : 16;
+    while (cap < needed) cap = cap > INT_MAX / 2 ? INT_MAX : cap * 2;
+    slot_t *s = realloc(g_slots, (size_t)cap * sizeof *s);
+    if (s == NULL)
+        return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory growing the registry to %d slots", cap);
+    g_slots = s;
+    g_capacity = cap;
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* A borrowed communicator's rank and size, from NCCL, for its ring's dump (an owned one's are
+ * in its slot; a borrowed one, which a test may fake, is asked only when it is dumped). */
+static void place_borrowed(hn_trace_t *t, ncclComm_t comm) {
+    const hn_nccl_t *n = hidet_nccl__nccl_loaded();
+    int rank = -1, nranks = -1;
+    if (t == NULL || comm == NULL || n == NULL) return;
+    if (n->CommUserRank(comm, &rank) != ncclSuccess) rank = -1;
+    if (n->CommCount(comm, &nranks) != ncclSuccess) nranks = -1;
+    hidet_nccl__trace_set_place(t, rank, nranks);
+}
+
+static hn_slot_t view(const slot_t *s) {
+    return (hn_slot_t){s->comm, s->kind == KIND_OWNED, s->nranks, s->rank, s->failed, s->trace};
+}
+
+static hidet_nccl_status_t add_locked(ncclComm_t comm, kind_t kind, int nranks, int rank, uint32_t key, int *id) {
+    hidet_nccl_status_t st = g_count == INT_MAX
+                                 ? HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "the registry is full (%d ids)", g_count)
+                                 : reserve_locked(g_count + 1);
+    if (st == HIDET_NCCL_SUCCESS) {
+        g_slots[g_count] = (slot_t){comm, kind, 1, comm == NULL, nranks, 0, rank, HIDET_NCCL_ON_ERROR_RETURN, key, 0,
+                                    NULL, 0, "", {0}};
+        hidet_nccl__knobs_none(&g_slots[g_count].knobs);
+        *id = g_count++;
+    }
+    return st;
+}
+
+/* The flight recorder learns of the registry's rings, and SIGUSR1 dumps them, once the process
+ * has a communicator. */
+static void recorder_hooks(void) {
+    hidet_nccl__trace_set_source(hidet_nccl__registry_each_trace);
+    hidet_nccl__trace_signal_install();
+}
+
+hidet_nccl_status_t hidet_nccl__registry_add(ncclComm_t comm, int owned, int nranks, int rank, uint32_t key, int *id) {
+    recorder_hooks();
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = add_locked(comm, owned ? KIND_OWNED : KIND_ADOPTED, nranks, rank, key, id);
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_add_child(const hn_nccl_t *n, ncclComm_t child, uint32_t key,
+                                                   const hn_knobs_t *knobs, int *id) {
+    int nranks = 0, rank = -1;
+    n->CommCount(child, &nranks);
+    n->CommUserRank(child, &rank);
+    hidet_nccl_status_t st = hidet_nccl__registry_add(child, 1, nranks, rank, key, id);
+    if (st != HIDET_NCCL_SUCCESS) n->CommDestroy(child);
+    else hidet_nccl__registry_set_knobs(*id, knobs);
+    return st;
+}
+
+void hidet_nccl__registry_kill_stuck(int id, const char *call) {
+    char why[160];
+    snprintf(why, sizeof why, "left inside %s that passed its deadline", call);
+    ncclComm_t dropped;
+    int owned;
+    if (hidet_nccl__registry_kill(id, why, &dropped, &owned, NULL) == HIDET_NCCL_SUCCESS)
+        hidet_nccl__append_error("communicator id %d is dead: it is still inside that call", id);
+}
+
+void hidet_nccl__registry_set_knobs(int id, const hn_knobs_t *knobs) {
+    pthread_mutex_lock(&g_lock);
+    if (id >= 0 && id < g_count && knobs != NULL) g_slots[id].knobs = *knobs;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void hidet_nccl__registry_knobs(int id, hn_knobs_t *out) {
+    hidet_nccl__knobs_none(out);
+    pthread_mutex_lock(&g_lock);
+    if (id >= 0 && id < g_count) *out = g_slots[id].knobs;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void hidet_nccl__registry_fill(int id, ncclComm_t comm, int nranks, int rank) {
+    pthread_mutex_lock(&g_lock);
+    if (id >= 0 && id < g_count && g_slots[id].pending) {
+        g_slots[id].comm = comm;
+        g_slots[id].nranks = nranks;
+        g_slots[id].pending = 0;
+        g_slots[id].live = comm != NULL;
+        g_slots[id].rank = rank;
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+hidet_nccl_status_t hidet_nccl__registry_get(int id, int accept_failed, hn_slot_t *out) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(id, accept_failed);
+    if (st == HIDET_NCCL_SUCCESS) *out = view(&g_slots[id]);
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_coll(int id, hn_slot_t *out) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(id, 0);
+    if (st == HIDET_NCCL_SUCCESS) {
+        slot_t *s = &g_slots[id];
+        if (!s->trace_tried) { /* once per communicator, at its first collective */
+            s->trace_tried = 1;
+            s->trace = hidet_nccl__trace_new(s->key);
+            if (s->kind == KIND_OWNED) hidet_nccl__trace_set_place(s->trace, s->rank, s->nranks);
+        }
+        *out = view(s);
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_lookup(int id, ncclComm_t *comm, int *owned, int *nranks) {
+    hn_slot_t s;
+    HN_CHECK(hidet_nccl__registry_get(id, 0, &s));
+    *comm = s.comm;
+    if (owned) *owned = s.owned;
+    if (nranks) *nranks = s.nranks;
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_fail(int id, const char *why) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(id, 1);
+    if (st == HIDET_NCCL_SUCCESS && !g_slots[id].failed) {
+        g_slots[id].failed = 1;
+        snprintf(g_slots[id].why, sizeof g_slots[id].why, "%s", why);
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_t *comm, int *owned, int *failed) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(id, 1);
+    if (st == HIDET_NCCL_SUCCESS) {
+        *comm = g_slots[id].comm;
+        *owned = g_slots[id].kind == KIND_OWNED;
+        if (failed) *failed = g_slots[id].failed;
+        g_slots[id].live = 0;
+        g_slots[id].failed = 0;
+        g_slots[id].comm = NULL;
+        snprintf(g_slots[id].why, sizeof g_slots[id].why, "%s", why ? why : "");
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_child_key(int id, const char *how, int color, uint32_t *key) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(id, 1);
+    if (st == HIDET_NCCL_SUCCESS)
+        *key = hidet_nccl__trace_key_child(g_slots[id].key, g_slots[id].children++, how, color);
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+void hidet_nccl__registry_each_trace(hn_trace_visit_fn fn, void *arg) {
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < g_count; i++) {
+        const slot_t *s = &g_slots[i];
+        if (s->trace == NULL) continue;
+        const char *state = s->pending ? "pending" : !s->live ? "dead" : s->failed ? "failed" : "live";
+        if (s->live && !s->pending && s->kind != KIND_OWNED) place_borrowed(s->trace, s->comm);
+        fn(arg, i, s->trace, state, s->live && !s->failed ? "" : s->why[0] ? s->why : "destroyed");
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+hidet_nccl_status_t hidet_nccl__registry_policy(int id, hidet_nccl_error_policy_t *policy) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(id, 1);
+    if (st == HIDET_NCCL_SUCCESS) *policy = g_slots[id].policy;
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl_comm_set_error_policy(int comm_id, hidet_nccl_error_policy_t policy) {
+    HN_ENTER();
+    if ((int)policy < 0 || policy >= HIDET_NCCL_NUM_ERROR_POLICIES)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "error policy %d is not one of 0 .. %d", (int)policy,
+                       HIDET_NCCL_NUM_ERROR_POLICIES - 1);
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = check_id_locked(comm_id, 1);
+    if (st == HIDET_NCCL_SUCCESS) g_slots[comm_id].policy = policy;
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *n) {
+    pthread_mutex_lock(&g_lock);
+    int live = 0;
+    for (int i = 0; i < g_count; i++) live += g_slots[i].live && !g_slots[i].pending;
+    hn_registered_t *out = calloc((size_t)live + 1, sizeof *out);
+    if (out == NULL) {
+        pthread_mutex_unlock(&g_lock);
+        return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory listing %d communicators", live);
+    }
+    int k = 0;
+    for (int i = 0; i < g_count; i++) {
+        if (g_slots[i].live && !g_slots[i].pending)
+            out[k++] = (hn_registered_t){i, g_slots[i].kind == KIND_OWNED, g_slots[i].failed, g_slots[i].comm};
+        hidet_nccl__trace_free(g_slots[i].trace);
+    }
+    free(g_slots);
+    g_slots = NULL;
+    g_count = g_capacity = 0;
+    pthread_mutex_unlock(&g_lock);
+    *slots = out;
+    *n = k;
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* The live id holding comm, or -1. */
+static int find_locked(ncclComm_t comm) {
+    for (int i = 0; i < g_count; i++)
+        if (g_slots[i].live && !g_slots[i].pending && g_slots[i].comm == comm) return i;
+    return -1;
+}
+
+static const char *kind_name(kind_t k) {
+    return k == KIND_OWNED ? "owned by the library" : k == KIND_ADOPTED ? "adopted" : "in the set_comms pool";
+}
+
+/* No NULL, and no communicator twice. */
+static hidet_nccl_status_t check_pool(int num_comms, ncclComm_t *comms) {
+    if (num_comms < 0) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "num_comms %d is negative", num_comms);
+    if (num_comms > 0 && comms == NULL)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms is NULL but num_comms is %d", num_comms);
+    for (int i = 0; i < num_comms; i++) {
+        if (comms[i] == NULL) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms[%d] of %d is NULL", i, num_comms);
+        for (int j = 0; j < i; j++)
+            if (comms[j] == comms[i])
+                return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                               "comms[%d] and comms[%d] are the same communicator (%p); each may be given once", j, i,
+                               (void *)comms[i]);
+    }
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
+    HN_ENTER();
+    recorder_hooks();
+    HN_CHECK(check_pool(num_comms, comms));
+    const hn_nccl_t *n; /* all_reduce on these needs the table */
+    HN_CHECK(hidet_nccl__nccl(&n));
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
+    for (int i = 0; i < num_comms && st == HIDET_NCCL_SUCCESS; i++) {
+        int at = find_locked(comms[i]);
+        if (at >= 0 && g_slots[at].kind != KIND_POOL)
+            st = HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms[%d] (%p) is already communicator id %d (%s)", i,
+                         (void *)comms[i], at, kind_name(g_slots[at].kind));
+    }
+    if (st == HIDET_NCCL_SUCCESS) st = reserve_locked(g_count + num_comms);
+    if (st == HIDET_NCCL_SUCCESS) {
+        int others = 0; /* live ids that are not the old pool */
+        for (int i = 0; i < g_count; i++) {
+            if (g_slots[i].live && g_slots[i].kind == KIND_POOL) {
+                g_slots[i].live = 0;
+                g_slots[i].comm = NULL;
+                snprintf(g_slots[i].why, sizeof g_slots[i].why, "replaced by hidet_nccl_set_comms");
+            }
+            others += g_slots[i].live;
+        }
+        if (others == 0) { /* the seed's numbering: comms[i] is id i */
+            for (int i = 0; i < g_count; i++) hidet_nccl__trace_free(g_slots[i].trace);
+            g_count = 0;
+        }
+        for (int i = 0; i < num_comms; i++) {
+            g_slots[g_count + i] = (slot_t){comms[i], KIND_POOL, 1, 0, 0, 0, -1, HIDET_NCCL_ON_ERROR_RETURN, 0, 0,
+                                            NULL, 0, "", {0}};
+            hidet_nccl__knobs_none(&g_slots[g_count + i].knobs);
+        }
+        g_count += num_comms;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl_comm_adopt(ncclComm_t comm, int *comm_id) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(comm);
+    HN_CHECK_NOT_NULL(comm_id);
+    const hn_nccl_t *n; /* collectives on it need the table */
+    HN_CHECK(hidet_nccl__nccl(&n));
+    recorder_hooks();
+    pthread_mutex_lock(&g_lock);
+    int at = find_locked(comm);
+    hidet_nccl_status_t st =
+        at >= 0 ? HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                          "communicator %p is already registered as id %d (%s); use that id (hidet_nccl_comm_lookup)",
+                          (void *)comm, at, kind_name(g_slots[at].kind))
+                : add_locked(comm, KIND_ADOPTED, 0, -1, 0, comm_id);
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+hidet_nccl_status_t hidet_nccl_comm_lookup(ncclComm_t comm, int *comm_id) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(comm);
+    HN_CHECK_NOT_NULL(comm_id);
+    pthread_mutex_lock(&g_lock);
+    int at = find_locked(comm);
+    pthread_mutex_unlock(&g_lock);
+    if (at < 0)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM,
+                       "communicator %p is not registered (give it with hidet_nccl_comm_adopt or hidet_nccl_set_comms)",
+                       (void *)comm);
+    *comm_id = at;
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_get_comm(int idx, ncclComm_t *out) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(out);
+    return hidet_nccl__registry_lookup(idx, out, NULL, NULL);
+}
+
+hidet_nccl_status_t hidet_nccl_comm_count(int *count) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(count);
+    pthread_mutex_lock(&g_lock);
+    *count = g_count;
+    pthread_mutex_unlock(&g_lock);
+    return HIDET_NCCL_SUCCESS;
+}

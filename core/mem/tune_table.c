@@ -1,0 +1,230 @@
+/* The crossover table for collectives on library memory: its text format, the built-in
+ * table, and the process's table (HIDET_NCCL_TUNE_FILE or built in).
+ *
+ *   # comment
+ *   all_reduce  float32  1048576  plain     <collective> <dtype or *> <up to bytes, or max> <view>
+ *   all_reduce  float32  max      buffer
+ *
+ * Per collective and dtype the sizes ascend; a line for a dtype overrides the collective's
+ * "*" lines for it; sizes past the last range run plain. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "core/base/status_int.h"
+#include "core/mem/tune_table_int.h"
+
+#define HN_NAME(id, name) name,
+static const char *const k_colls[HN_NUM_TUNED] = {HN_TUNED(HN_NAME)};
+static const char *const k_views[HN_NUM_VIEWS] = {HN_VIEWS(HN_NAME)};
+#undef HN_NAME
+
+const char *hidet_nccl__view_name(hn_view_t v) { return (unsigned)v < HN_NUM_VIEWS ? k_views[v] : "?"; }
+const char *hidet_nccl__tuned_name(hn_tuned_t c) { return (unsigned)c < HN_NUM_TUNED ? k_colls[c] : "?"; }
+
+int hidet_nccl__tune_uses(const hn_tune_t *t, hn_view_t v) {
+    for (int c = 0; c < HN_NUM_TUNED; c++)
+        for (int d = 0; d < HIDET_NCCL_NUM_DTYPES; d++)
+            for (int i = 0; i < t->cell[c][d].n; i++)
+                if (t->cell[c][d].view[i] == v) return 1;
+    return 0;
+}
+
+/* From `hidet-nccl-bench -m` on 2 x H200 (NVLink, NCCL 2.28.9, 2026-12-01; docs/buffers.md),
+ * smoothed where the modes were within run-to-run noise: windows at small sizes and from 2 MiB
+ * (all_reduce to 32 MiB for float32, 4 MiB otherwise; all_gather to 128 MiB, then registered
+ * buffers); plain (NCCL's own buffers) elsewhere. */
+static const char k_default[] = "# hidet-nccl tuning table 1 (built in)\n"
+                                "all_reduce * 262144 window\n"
+                                "all_reduce * 1048576 plain\n"
+                                "all_reduce * 4194304 window\n"
+                                "all_reduce * max plain\n"
+                                "all_reduce float32 262144 window\n"
+                                "all_reduce float32 1048576 plain\n"
+                                "all_reduce float32 33554432 window\n"
+                                "all_reduce float32 max plain\n"
+                                "all_gather * 8192 window\n"
+                                "all_gather * 1048576 plain\n"
+                                "all_gather * 134217728 window\n"
+                                "all_gather * max buffer\n"
+                                "reduce_scatter * 262144 window\n"
+                                "reduce_scatter * 1048576 plain\n"
+                                "reduce_scatter * 2097152 window\n"
+                                "reduce_scatter * max plain\n"
+                                "reduce_scatter float32 524288 window\n"
+                                "reduce_scatter float32 1048576 plain\n"
+                                "reduce_scatter float32 33554432 window\n"
+                                "reduce_scatter float32 max plain\n";
+
+const char *hidet_nccl__tune_default_text(void) { return k_default; }
+
+static int fail(char *why, size_t why_len, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(char *why, size_t why_len, int line, const char *fmt, ...) {
+    char what[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(why, why_len, "line %d: %s", line, what);
+    return -1;
+}
+
+static int lookup(const char *const *names, int n, const char *word) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], word) == 0) return i;
+    return -1;
+}
+
+/* "a, b or c" of the n names, for messages. */
+static const char *one_of(const char *const *names, int n, char *out, size_t size) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && used < size; i++)
+        used += (size_t)snprintf(out + used, size - used, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
+    return out;
+}
+
+/* The dtype of a name, or -1 (hidet_nccl_dtype_name of a valid dtype leaves no message). */
+static int dtype_index(const char *word) {
+    for (int d = 0; d < HIDET_NCCL_NUM_DTYPES; d++) {
+        const char *name;
+        if (hidet_nccl_dtype_name((hidet_nccl_dtype_t)d, &name) == HIDET_NCCL_SUCCESS && strcmp(name, word) == 0)
+            return d;
+    }
+    return -1;
+}
+
+/* Appends a range to a cell; sizes must ascend. */
+static int add_range(hn_tune_cell_t *c, size_t upto, int view, int line, char *why, size_t why_len) {
+    if (c->n == HN_TUNE_RANGES)
+        return fail(why, why_len, line, "more than %d ranges for one collective and dtype", HN_TUNE_RANGES);
+    if (c->n > 0 && upto <= c->upto[c->n - 1])
+        return fail(why, why_len, line, "the size is not above the previous line's for this collective and dtype");
+    c->upto[c->n] = upto;
+    c->view[c->n] = (unsigned char)view;
+    c->n++;
+    return 0;
+}
+
+#define LINE_BYTES 256 /* a line's longest, its NUL included */
+
+/* The next line of text[*pos .. len) into buf (LINE_BYTES), its comment cut off; *pos moves
+ * past it. 0, or -1 with why: too many lines, too long a line, a NUL byte. */
+static int next_line(const char *text, size_t len, size_t *pos, int line, char *buf, char *why, size_t why_len) {
+    const char *start = text + *pos;
+    const char *nl = memchr(start, '\n', len - *pos);
+    size_t n = nl ? (size_t)(nl - start) : len - *pos;
+    *pos += n + (nl != NULL);
+    if (line > HN_TUNE_LINES) return fail(why, why_len, line, "more than %d lines", HN_TUNE_LINES);
+    if (n >= LINE_BYTES) return fail(why, why_len, line, "longer than %d bytes", LINE_BYTES - 1);
+    memcpy(buf, start, n);
+    buf[n] = '\0';
+    if (memchr(buf, '\0', n) != NULL) return fail(why, why_len, line, "a NUL byte");
+    char *hash = strchr(buf, '#');
+    if (hash != NULL) *hash = '\0';
+    return 0;
+}
+
+/* One line's fields: collective *ci, dtype *d (-1: "*"), up-to bytes *upto, view *vi. 1 for a
+ * range, 0 for a blank line, -1 with why. */
+static int parse_fields(const char *buf, int line, int *ci, int *d, size_t *upto, int *vi, char *why, size_t why_len) {
+    char coll[32], dtype[32], size[32], view[32], extra[2], names[64];
+    int fields = sscanf(buf, "%31s %31s %31s %31s %1s", coll, dtype, size, view, extra);
+    if (fields <= 0) return 0; /* blank or comment */
+    if (fields != 4)
+        return fail(why, why_len, line, "want 4 fields (collective, dtype or *, up-to bytes or max, view)");
+    if ((*ci = lookup(k_colls, HN_NUM_TUNED, coll)) < 0)
+        return fail(why, why_len, line, "collective '%s' is not %s", coll,
+                    one_of(k_colls, HN_NUM_TUNED, names, sizeof names));
+    if ((*vi = lookup(k_views, HN_NUM_VIEWS, view)) < 0)
+        return fail(why, why_len, line, "view '%s' is not %s", view, one_of(k_views, HN_NUM_VIEWS, names, sizeof names));
+    *upto = (size_t)-1;
+    if (strcmp(size, "max") != 0) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(size, &end, 10);
+        if (size[0] < '0' || size[0] > '9' || *end != '\0' || errno != 0 || v == 0 || v >= (size_t)-1)
+            return fail(why, why_len, line, "size '%s' is not a byte count from 1 (or max)", size);
+        *upto = (size_t)v;
+    }
+    *d = -1;
+    if (strcmp(dtype, "*") != 0 && (*d = dtype_index(dtype)) < 0)
+        return fail(why, why_len, line, "dtype '%s' is not one of the library's", dtype);
+    return 1;
+}
+
+int hidet_nccl__tune_parse(const char *text, size_t len, hn_tune_t *out, char *why, size_t why_len) {
+    hn_tune_t *t = calloc(1, sizeof *t);
+    hn_tune_cell_t(*any)[1] = calloc(HN_NUM_TUNED, sizeof *any); /* the "*" lines per collective */
+    unsigned char given[HN_NUM_TUNED][HIDET_NCCL_NUM_DTYPES] = {{0}};
+    int rc = 0, line = 0;
+    if (t == NULL || any == NULL) {
+        snprintf(why, why_len, "out of memory");
+        rc = -1;
+    }
+    for (size_t pos = 0; rc == 0 && pos < len;) {
+        char buf[LINE_BYTES];
+        int ci = 0, d = -1, vi = 0;
+        size_t upto = 0;
+        rc = next_line(text, len, &pos, ++line, buf, why, why_len);
+        int got = rc == 0 ? parse_fields(buf, line, &ci, &d, &upto, &vi, why, why_len) : -1;
+        if (got < 0) rc = -1;
+        if (got <= 0) continue;
+        if (d >= 0) given[ci][d] = 1;
+        rc = add_range(d < 0 ? &any[ci][0] : &t->cell[ci][d], upto, vi, line, why, why_len);
+    }
+    if (rc == 0) {
+        for (int c = 0; c < HN_NUM_TUNED; c++)
+            for (int dt = 0; dt < HIDET_NCCL_NUM_DTYPES; dt++)
+                if (!given[c][dt]) t->cell[c][dt] = any[c][0];
+        t->crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)text, (uInt)len);
+        *out = *t;
+    }
+    free(any);
+    free(t);
+    return rc;
+}
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static hn_tune_t g_table;
+static char g_error[600];
+
+static void load_once(void) {
+    const char *path = hidet_nccl__setting_str(HN_SETTING_TUNE_FILE);
+    char why[256];
+    if (path == NULL) {
+        if (hidet_nccl__tune_parse(k_default, sizeof k_default - 1, &g_table, why, sizeof why) != 0)
+            snprintf(g_error, sizeof g_error, "the built-in tuning table: %s", why);
+        return;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+        snprintf(g_error, sizeof g_error, "HIDET_NCCL_TUNE_FILE %s: %s", path,
+                 fd < 0 ? strerror(errno) : "not a regular file of at most 1 MiB");
+        if (fd >= 0) close(fd);
+        return;
+    }
+    char *text = malloc((size_t)st.st_size + 1);
+    ssize_t got = text ? read(fd, text, (size_t)st.st_size) : -1;
+    close(fd);
+    if (got != (ssize_t)st.st_size)
+        snprintf(g_error, sizeof g_error, "HIDET_NCCL_TUNE_FILE %s: cannot read it", path);
+    else if (hidet_nccl__tune_parse(text, (size_t)got, &g_table, why, sizeof why) != 0)
+        snprintf(g_error, sizeof g_error, "HIDET_NCCL_TUNE_FILE %s: %s", path, why);
+    free(text);
+}
+
+hidet_nccl_status_t hidet_nccl__tune_get(const hn_tune_t **t) {
+    pthread_once(&g_once, load_once);
+    if (g_error[0] != '\0') return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", g_error);
+    *t = &g_table;
+    return HIDET_NCCL_SUCCESS;
+}

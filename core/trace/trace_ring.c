@@ -1,0 +1,114 @@
+/* The flight recorder's ring: each communicator's last operations, recorded without a lock
+ * or an allocation; the calling thread's tag (hidet_nccl_set_tag); communicator keys. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "core/base/status_int.h"
+#include "core/base/log_int.h"
+#include "core/trace/trace_ring_int.h"
+
+static _Thread_local char t_tag[HN_TRACE_TAG_BYTES];
+
+hidet_nccl_status_t hidet_nccl_set_tag(const char *tag) {
+    HN_ENTER();
+    if (tag == NULL) {
+        t_tag[0] = '\0';
+        return HIDET_NCCL_SUCCESS;
+    }
+    size_t len = strlen(tag);
+    if (len >= sizeof t_tag)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "tag '%.32s...' has %zu bytes; at most %zu are kept", tag,
+                       len, sizeof t_tag - 1);
+    memcpy(t_tag, tag, len + 1);
+    return HIDET_NCCL_SUCCESS;
+}
+
+uint32_t hidet_nccl__trace_key_id(const void *id, size_t bytes, int nranks) {
+    uLong c = crc32(crc32(0L, Z_NULL, 0), id, (uInt)bytes);
+    return (uint32_t)crc32(c, (const Bytef *)&nranks, sizeof nranks);
+}
+
+uint32_t hidet_nccl__trace_key_child(uint32_t parent, uint32_t ordinal, const char *how, int color) {
+    uint32_t words[3] = {parent, ordinal, (uint32_t)color};
+    uLong c = crc32(crc32(0L, Z_NULL, 0), (const Bytef *)words, sizeof words);
+    return (uint32_t)crc32(c, (const Bytef *)how, (uInt)strlen(how));
+}
+
+hn_trace_t *hidet_nccl__trace_new(uint32_t key) {
+    int entries = 0;
+    if (hidet_nccl__setting_int(HN_SETTING_TRACE_ENTRIES, &entries) != HIDET_NCCL_SUCCESS) {
+        HN_WARN("%s; the flight recorder keeps the default", hidet_nccl__setting_error(HN_SETTING_TRACE_ENTRIES));
+        entries = atoi(hidet_nccl__setting_str(HN_SETTING_TRACE_ENTRIES));
+    }
+    if (entries <= 0) return NULL;
+    hn_trace_t *t = calloc(1, sizeof *t + (size_t)entries * sizeof t->e[0]);
+    if (t == NULL) {
+        HN_WARN("out of memory for a flight recorder of %d entries: this communicator is not recorded", entries);
+        return NULL;
+    }
+    t->entries = (uint32_t)entries;
+    t->key = key;
+    t->rank = t->nranks = -1;
+    int completion = 0;
+    if (hidet_nccl__setting_int(HN_SETTING_TRACE_COMPLETION, &completion) == HIDET_NCCL_SUCCESS && completion) {
+        t->events = calloc((size_t)entries, sizeof *t->events);
+        for (int i = 0; t->events != NULL && i < entries; i++) {
+            cudaError_t e = cudaEventCreateWithFlags(&t->events[i], cudaEventDisableTiming);
+            if (e == cudaSuccess) continue;
+            HN_WARN("flight recorder: cudaEventCreateWithFlags failed (%s) after %d of %d events; completion is not "
+                    "tracked for this communicator", cudaGetErrorString(e), i, entries);
+            while (i-- > 0) cudaEventDestroy(t->events[i]);
+            free(t->events);
+            t->events = NULL;
+        }
+    }
+    return t;
+}
+
+void hidet_nccl__trace_free(hn_trace_t *t) {
+    if (t == NULL) return;
+    if (t->events != NULL) {
+        for (uint32_t i = 0; i < t->entries; i++) cudaEventDestroy(t->events[i]);
+        free(t->events);
+    }
+    free(t);
+}
+
+void hidet_nccl__trace_set_place(hn_trace_t *t, int rank, int nranks) {
+    if (t == NULL) return;
+    t->rank = rank;
+    t->nranks = nranks;
+}
+
+void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, size_t count, hidet_nccl_dtype_t dtype, int op,
+                              int peer, cudaStream_t stream, int result, int in_group) {
+    uint64_t seq = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed);
+    uint32_t slot = (uint32_t)(seq % t->entries);
+    hn_trace_entry_t *e = &t->e[slot];
+    atomic_store_explicit(&e->stamp, 0, memory_order_relaxed); /* being written */
+    atomic_thread_fence(memory_order_release);
+    struct timespec ts; /* the coarse clock: to the kernel's tick (1-4 ms), and a few ns instead of 16-33 */
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    e->t_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    e->coll = coll;
+    e->count = count;
+    e->dtype = (int16_t)dtype;
+    e->op = (int16_t)op;
+    e->peer = peer;
+    e->result = result;
+    e->stream = stream;
+    memcpy(e->tag, t_tag, sizeof e->tag);
+    e->completion = HN_TRACE_UNTRACKED;
+    if (t->events != NULL && result == 0) {
+        enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        if (in_group) e->completion = HN_TRACE_IN_GROUP;
+        else if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone)
+            e->completion = HN_TRACE_CAPTURED;
+        else if (cudaEventRecord(t->events[slot], stream) == cudaSuccess)
+            e->completion = HN_TRACE_EVENT;
+    }
+    atomic_store_explicit(&e->stamp, seq + 1, memory_order_release);
+}

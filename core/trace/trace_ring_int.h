@@ -1,0 +1,43 @@
+/* Internal: the ring's layout, shared by the recorder (core/trace/trace_ring.c) and the dump
+ * (core/trace/trace_dump.c). */
+#ifndef HIDET_NCCL_CORE_TRACE_TRACE_RING_INT_H_
+#define HIDET_NCCL_CORE_TRACE_TRACE_RING_INT_H_
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core/trace/trace_int.h"
+
+#define HN_TRACE_TAG_BYTES 48
+
+/* What is known of an entry's completion. */
+typedef enum {
+    HN_TRACE_UNTRACKED, /* completion tracking off, or the enqueue failed */
+    HN_TRACE_EVENT,     /* its event was recorded after it: query it */
+    HN_TRACE_IN_GROUP,  /* inside a group: NCCL launches it at group end, no event */
+    HN_TRACE_CAPTURED,  /* recorded at capture into a CUDA graph: replays are not recorded */
+} hn_trace_completion_t;
+
+typedef struct {
+    _Atomic uint64_t stamp; /* seq + 1 once written; 0 while being written (or never) */
+    uint64_t t_ns;          /* CLOCK_MONOTONIC at enqueue */
+    const char *coll;       /* static name */
+    size_t count;
+    int16_t dtype, op;      /* op: a hidet_nccl_op_t, or -1 */
+    int peer;               /* root or peer, or -1 */
+    int result;             /* what NCCL returned (ncclResult_t) */
+    int completion;         /* hn_trace_completion_t */
+    cudaStream_t stream;
+    char tag[HN_TRACE_TAG_BYTES];
+} hn_trace_entry_t;
+
+struct hn_trace {
+    _Atomic uint64_t next; /* the next sequence number */
+    uint32_t entries;
+    uint32_t key;
+    int rank, nranks;
+    cudaEvent_t *events; /* one per entry, or NULL */
+    hn_trace_entry_t e[];
+};
+
+#endif
