@@ -1,8 +1,9 @@
 /* The bootstrap backends built into libhidet_nccl.a, and their constructors of the public
  * header. A backend is known here by its public plug-in struct alone, as a plug-in of the
  * user's would be; its folder never calls into the core beyond the kit. The MPI backend lives
- * in libhidet_nccl_mpi.a and is started by hidet_nccl_mpi_init. Adding one: its folder, a row
- * here, and (if it has one) its constructor below. */
+ * in libhidet_nccl_mpi.a and is started by hidet_nccl_mpi_init. Adding one: its folder
+ * bootstrap_<name>/, its name in backends.bzl, a row here, and (if it has one) its constructor
+ * below. */
 #include "core/boot/bootstrap_table_int.h"
 #include "core/base/status_int.h"
 

@@ -25,7 +25,8 @@ typedef struct {
     ncclUniqueId id;
 } root_message_t;
 
-/* What each rank tells the others, when the bootstrap has an allgather. */
+/* What each rank tells the others (every bootstrap has an allgather: the v1 adapter makes one
+ * of broadcasts), to refuse two ranks on one GPU of one host before NCCL hangs on it. */
 typedef struct {
     char host[64];
     char bus_id[32];
