@@ -58,7 +58,7 @@ roots() { # command...: runs it at INFO and requires an init to have said it use
     out=$(HIDET_NCCL_RANKS_PER_ROOT=1 HIDET_NCCL_DEBUG=INFO "$@" 2>&1)
     local rc=$?
     printf '%s\n' "$out"
-    [ "$rc" -eq 0 ] && grep -q "$n roots" <<<"$out"
+    [ "$rc" -eq 0 ] && grep -qE "\b$n roots?\b" <<<"$out" # "1 root", "2 roots"
 }
 run mpi_gpu_test_roots roots mpirun "${mpirun_args[@]}" -x HIDET_NCCL_RANKS_PER_ROOT -x HIDET_NCCL_DEBUG "$bin/mpi_gpu_test"
 run launcher_gpu_test_roots roots "${launch[@]}" "$bin/launcher_gpu_test"

@@ -5,6 +5,7 @@
 #   tools/make_gpu_bundle.sh [DIR]      (default: gpu_bundle)
 #   DIR/run.sh                          on the GPU node; ends with "N passed, N failed"
 #   DIR/two_nodes.sh                    two fake nodes on one 2-GPU host (NET/Socket), every bootstrap
+#   DIR/fake_nodes.sh                   on a 1-GPU host: the checks that need two ranks, as two fake nodes
 #   DIR/buffer_targets.sh               library memory against raw NCCL's three modes, checked (issue 17)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,7 +68,8 @@ cp tools/gpu_bundle_run.sh "$dest/run.sh"
 cp tests/gpu/peer_death.sh "$dest/peer_death.sh"
 cp tests/gpu/mem_table.sh "$dest/mem_table.sh"
 cp tools/gpu_two_nodes.sh "$dest/two_nodes.sh"
+cp tools/gpu_fake_nodes.sh "$dest/fake_nodes.sh"
 cp tools/gpu_buffer_targets.sh "$dest/buffer_targets.sh"
 cp tools/check_buffer_targets.py "$dest/"
-chmod +x "$dest/run.sh" "$dest/peer_death.sh" "$dest/two_nodes.sh" "$dest/buffer_targets.sh"
+chmod +x "$dest/run.sh" "$dest/peer_death.sh" "$dest/two_nodes.sh" "$dest/fake_nodes.sh" "$dest/buffer_targets.sh"
 echo "bundle in $dest: $(ls "$dest/bin" | tr '\n' ' ')"
