@@ -111,7 +111,9 @@ static hidet_nccl_status_t resolve_place(const hidet_nccl_file_bootstrap_params_
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "%s", why);
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     snprintf(s->key, sizeof s->key, "%s", key);
-    s->poll_cap_ns = atol(hidet_nccl__setting_str(HN_SETTING_POLL_MAX_MS)) * 1000000L;
+    int cap_ms = 0; /* checked above: a bad value was refused */
+    hidet_nccl__setting_int(HN_SETTING_POLL_MAX_MS, &cap_ms);
+    s->poll_cap_ns = cap_ms * 1000000L;
     return HIDET_NCCL_SUCCESS;
 }
 

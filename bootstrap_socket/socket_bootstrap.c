@@ -41,8 +41,8 @@ static hidet_nccl_status_t resolve_place(const hidet_nccl_socket_bootstrap_param
     int port = p->master_port;
     if (port < 0) {
         if (bad_port != NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", bad_port);
-        port = hidet_nccl__setting_is_set(HN_SETTING_MASTER_PORT) ? atoi(hidet_nccl__setting_str(HN_SETTING_MASTER_PORT))
-                                                                  : -1;
+        port = -1;
+        if (hidet_nccl__setting_is_set(HN_SETTING_MASTER_PORT)) hidet_nccl__setting_int(HN_SETTING_MASTER_PORT, &port);
     }
     if (addr == NULL)
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT,

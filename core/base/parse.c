@@ -5,15 +5,9 @@
 #include <string.h>
 
 #include "core/base/kit.h"
+#include "core/base/number.h"
 
-int hidet_nccl__parse_nonneg_int(const char *s, int *out) {
-    if (s == NULL || *s < '0' || *s > '9') return 0; /* no sign, no space: strtol would take them */
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end != '\0' || v < 0 || v > (1L << 30)) return 0;
-    *out = (int)v;
-    return 1;
-}
+int hidet_nccl__parse_nonneg_int(const char *s, int *out) { return hn_parse_int(s, 0, 1 << 30, out) == HN_NUMBER_OK; }
 
 int hidet_nccl__key_ok(const char *key, size_t max_len) {
     size_t n = strlen(key);

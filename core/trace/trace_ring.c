@@ -39,10 +39,8 @@ uint32_t hidet_nccl__trace_key_child(uint32_t parent, uint32_t ordinal, const ch
 
 hn_trace_t *hidet_nccl__trace_new(uint32_t key) {
     int entries = 0;
-    if (hidet_nccl__setting_int(HN_SETTING_TRACE_ENTRIES, &entries) != HIDET_NCCL_SUCCESS) {
+    if (hidet_nccl__setting_int(HN_SETTING_TRACE_ENTRIES, &entries) != HIDET_NCCL_SUCCESS) /* entries: the default */
         HN_WARN("%s; the flight recorder keeps the default", hidet_nccl__setting_error(HN_SETTING_TRACE_ENTRIES));
-        entries = atoi(hidet_nccl__setting_str(HN_SETTING_TRACE_ENTRIES));
-    }
     if (entries <= 0) return NULL;
     hn_trace_t *t = calloc(1, sizeof *t + (size_t)entries * sizeof t->e[0]);
     if (t == NULL) {

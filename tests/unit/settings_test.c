@@ -61,10 +61,25 @@ static void test_bad_values_named(void) {
         {"HIDET_NCCL_TIMEOUT", "1e99", HN_SETTING_TIMEOUT},     {"HIDET_NCCL_TIMEOUT", "1e8", HN_SETTING_TIMEOUT},
         {"HIDET_NCCL_TIMEOUT", "inf", HN_SETTING_TIMEOUT},     {"HIDET_NCCL_POLL_MAX_MS", "0", HN_SETTING_POLL_MAX_MS},
         {"HIDET_NCCL_POLL_MAX_MS", "2.5", HN_SETTING_POLL_MAX_MS}, {"HIDET_NCCL_NONBLOCKING", "yes", HN_SETTING_NONBLOCKING},
+        /* one grammar (core/base/number.h): digits only, what strtod and atoi read otherwise */
+        {"MASTER_PORT", "3e4", HN_SETTING_MASTER_PORT},          {"MASTER_PORT", "0x7531", HN_SETTING_MASTER_PORT},
+        {"MASTER_PORT", " 29500", HN_SETTING_MASTER_PORT},       {"MASTER_PORT", "29500 ", HN_SETTING_MASTER_PORT},
+        {"MASTER_PORT", "+29500", HN_SETTING_MASTER_PORT},       {"MASTER_PORT", "65536", HN_SETTING_MASTER_PORT},
+        {"HIDET_NCCL_POLL_MAX_MS", "0x64", HN_SETTING_POLL_MAX_MS}, {"HIDET_NCCL_TRACE_ENTRIES", "1e3", HN_SETTING_TRACE_ENTRIES},
+        {"HIDET_NCCL_TRACE_ENTRIES", "99999999999999999999999", HN_SETTING_TRACE_ENTRIES},
+        {"HIDET_NCCL_TIMEOUT", " 5", HN_SETTING_TIMEOUT},        {"HIDET_NCCL_TIMEOUT", "0x1p3", HN_SETTING_TIMEOUT},
+        {"HIDET_NCCL_TIMEOUT", "5.", HN_SETTING_TIMEOUT},        {"HIDET_NCCL_TIMEOUT", ".5", HN_SETTING_TIMEOUT},
+        {"HIDET_NCCL_TIMEOUT", "1.2.3", HN_SETTING_TIMEOUT},     {"HIDET_NCCL_TIMEOUT", "0", HN_SETTING_TIMEOUT},
+        {"HIDET_NCCL_RANKS_PER_ROOT", "", HN_SETTING_RANKS_PER_ROOT},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         set_env(bad[i].name, bad[i].value);
         hidet_nccl_settings_reload();
+        if (bad[i].value[0] == '\0') { /* empty is unset: the default */
+            CU_ASSERT_PTR_NULL(hidet_nccl__setting_error(bad[i].id));
+            set_env(bad[i].name, NULL);
+            continue;
+        }
         char needle[128];
         snprintf(needle, sizeof needle, "%s='%s'", bad[i].name, bad[i].value);
         double x;
@@ -80,10 +95,25 @@ static void test_bad_values_named(void) {
     HN_ASSERT_STATUS(hidet_nccl__timeout_seconds(&t), HIDET_NCCL_SUCCESS, NULL);
     CU_ASSERT_DOUBLE_EQUAL(t, 2.5, 1e-12);
     set_env("HIDET_NCCL_TIMEOUT", NULL);
-    /* A bad debug level is a warning (logging must go on), with WARN used. */
+    /* What the parser accepts is what is used. */
+    set_env("MASTER_PORT", "29500");
+    set_env("HIDET_NCCL_POLL_MAX_MS", "100");
+    hidet_nccl_settings_reload();
+    int port = 0, ms = 0;
+    HN_ASSERT_STATUS(hidet_nccl__setting_int(HN_SETTING_MASTER_PORT, &port), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl__setting_int(HN_SETTING_POLL_MAX_MS, &ms), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(port, 29500);
+    CU_ASSERT_EQUAL(ms, 100);
+    set_env("MASTER_PORT", NULL);
+    set_env("HIDET_NCCL_POLL_MAX_MS", NULL);
+    /* A bad debug level: logging goes on at WARN, and the public getter says the value is bad. */
     set_env("HIDET_NCCL_DEBUG", "LOUD");
     hidet_nccl_settings_reload();
     CU_ASSERT_EQUAL(hidet_nccl__log_level(), HN_LOG_WARN);
+    const char *level = NULL;
+    HN_ASSERT_STATUS(hidet_nccl_setting("HIDET_NCCL_DEBUG", &level, NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "HIDET_NCCL_DEBUG='LOUD'");
+    CU_ASSERT_STRING_EQUAL(level, "WARN");
     set_env("HIDET_NCCL_DEBUG", "trace");
     hidet_nccl_settings_reload();
     CU_ASSERT_EQUAL(hidet_nccl__log_level(), HN_LOG_TRACE);
