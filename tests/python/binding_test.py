@@ -1,10 +1,13 @@
 """The Python package on the CPU: loading, the dtype tables, errors with the C library's
 messages, and what reaches NCCL from arrays with __cuda_array_interface__ and DLPack, through
-the recording stand-in for NCCL (tools/support/fake_nccl.c).
+the recording stand-in for NCCL (tools/support/fake_nccl.c); and hostile or careless arguments
+(HostileArguments), refused before they reach C, where ctypes would wrap or cut them.
     binding_test.py LIBHIDET_NCCL_SO LIBFAKE_NCCL_SO   (bindings/python on PYTHONPATH)"""
 import ctypes
 import json
+import math
 import os
+import pathlib
 import sys
 import tempfile
 import unittest
@@ -57,7 +60,7 @@ def calls():
     return [log[i] for i in range(n.value)]
 
 
-class Binding(unittest.TestCase):
+class FakeNcclCase(unittest.TestCase):
     def setUp(self):
         FAKE_LIB.fake_nccl_clear()
 
@@ -66,6 +69,8 @@ class Binding(unittest.TestCase):
         self.assertEqual([x.fn.decode() for x in c], [fn])
         return c[0]
 
+
+class Binding(FakeNcclCase):
     def test_loaded_and_tables_agree(self):
         self.assertEqual(hn.__version__, "0.1.0")
         self.assertEqual(hn.nccl_version(), (2, 28, 9))
@@ -182,6 +187,152 @@ class Binding(unittest.TestCase):
         with self.assertRaises(hn.HidetNcclError) as e:
             hn.trace_dump("/no/such/dir")
         self.assertIn("must exist", str(e.exception))
+
+
+class Index:
+    """An integer that is not an int (as numpy's and torch's are): taken through __index__."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __index__(self):
+        return self.value
+
+
+class HostileArguments(FakeNcclCase):
+    """Issue 27, items 11-13: ctypes keeps an integer's low bits (root 2**32+2 is root 2), a
+    C float turns 1e300 into inf and C cuts a string at its NUL, all without a word; each such
+    value must be refused in Python, naming the argument and the value, before NCCL is called."""
+
+    def refused(self, error, fn, *words):
+        """fn() raises `error` (exactly: an OverflowError is no ValueError) whose message holds
+        every one of words, and nothing reached NCCL. A subtest each, so that every case is seen."""
+        with self.subTest(error=error.__name__, words=words):
+            FAKE_LIB.fake_nccl_clear()
+            with self.assertRaises(Exception) as e:
+                fn()
+            self.assertIs(type(e.exception), error, e.exception)
+            for word in words:
+                self.assertIn(str(word), str(e.exception))
+            self.assertEqual([x.fn.decode() for x in calls()], [])
+
+    def test_integers_that_ctypes_would_wrap(self):
+        x = CudaArray(0x1000, (4,), "<f4")
+        self.refused(OverflowError, lambda: COMM.broadcast(x, root=2 ** 32 + 2), "root", 2 ** 32 + 2)
+        self.refused(OverflowError, lambda: COMM.reduce(x, root=-2 ** 31 - 1), "root", -2 ** 31 - 1)
+        self.refused(OverflowError, lambda: COMM.gather(x, out=CudaArray(0x2000, (16,), "<f4"), root=2 ** 32),
+                     "root")
+        self.refused(OverflowError, lambda: COMM.scatter(CudaArray(0x2000, (16,), "<f4"), x, root=2 ** 33), "root")
+        self.refused(OverflowError, lambda: COMM.send(x, peer=2 ** 32 + 2), "peer", 2 ** 32 + 2)
+        self.refused(OverflowError, lambda: COMM.recv(x, peer=2 ** 32 + 2), "peer", 2 ** 32 + 2)
+        self.refused(OverflowError, lambda: COMM.all_reduce(x, op=2 ** 32), "op", 2 ** 32)
+        self.refused(OverflowError, lambda: hn.Communicator(COMM.id + 2 ** 32), "comm_id", COMM.id + 2 ** 32)
+        self.refused(OverflowError, lambda: COMM.mem_alloc(-1), "nbytes", -1)
+        self.refused(OverflowError, lambda: COMM.mem_alloc(2 ** 64), "nbytes", 2 ** 64)
+        self.refused(OverflowError, lambda: COMM.split(2 ** 32), "color", 2 ** 32)
+        self.refused(OverflowError, lambda: COMM.split(0, key=-2 ** 40), "key", -2 ** 40)
+        self.refused(OverflowError, lambda: COMM.shrink([0, 2 ** 32 + 3]), "exclude[1]", 2 ** 32 + 3)
+        self.refused(OverflowError, lambda: COMM.shrink([3], flags=2 ** 32 + 1), "flags", 2 ** 32 + 1)
+        self.refused(OverflowError, lambda: COMM.register(0x1000, -1), "nbytes", -1)
+        self.refused(OverflowError, lambda: COMM.register(0x1000, 4096, flags=2 ** 32 + 1), "flags")
+        self.refused(OverflowError, lambda: COMM.deregister(2 ** 32), "handle", 2 ** 32)
+
+    def test_pointers_that_ctypes_would_wrap(self):
+        self.refused(OverflowError, lambda: COMM.all_reduce(CudaArray(-4096, (4,), "<f4")), "data pointer", -4096)
+        self.refused(OverflowError, lambda: COMM.all_reduce(CudaArray(2 ** 64 + 0x1000, (4,), "<f4")),
+                     "data pointer")
+        dl = DLPackArray(0x3000, (4,), 2, 32)
+        dl.tensor.byte_offset = 2 ** 64 - 0x1000  # data + offset past 2**64: would wrap to 0x2000
+        self.refused(OverflowError, lambda: COMM.all_reduce(dl), "byte_offset", 2 ** 64 + 0x2000)
+        self.refused(OverflowError, lambda: hn.mem_free(-4096), "ptr", -4096)
+        self.refused(OverflowError, lambda: hn.adopt(-4096), "nccl_comm", -4096)
+        self.refused(OverflowError, lambda: COMM.register(-4096, 4096), "ptr", -4096)
+        x = CudaArray(0x1000, (4,), "<f4")
+        self.refused(OverflowError, lambda: COMM.all_reduce(x, stream=-1), "stream", -1)
+        self.refused(OverflowError, lambda: COMM.barrier(stream=2 ** 64), "stream", 2 ** 64)
+        self.refused(OverflowError, lambda: COMM.wait(stream=-1), "stream", -1)
+        x.__cuda_array_interface__["stream"] = -5
+        self.refused(OverflowError, lambda: COMM.all_reduce(x), "stream", -5)
+
+    def test_floats_and_bools_where_an_integer_is_meant(self):
+        x = CudaArray(0x1000, (4,), "<f4")
+        self.refused(TypeError, lambda: COMM.all_reduce(x, op=1.5), "op", "1.5")  # not prod
+        self.refused(TypeError, lambda: COMM.all_reduce(x, op=True), "op", "True")
+        self.refused(TypeError, lambda: COMM.broadcast(x, root=2.0), "root", "2.0")
+        self.refused(TypeError, lambda: COMM.send(x, peer=None), "peer", "None")
+        self.refused(TypeError, lambda: COMM.broadcast(x, root="1"), "root", "'1'")
+        self.refused(TypeError, lambda: hn.Communicator(True), "comm_id", "True")
+        self.refused(TypeError, lambda: COMM.mem_alloc(4096.0), "nbytes", "4096.0")
+        self.refused(TypeError, lambda: COMM.shrink([3], flags=1.5), "flags", "1.5")
+        self.refused(TypeError, lambda: COMM.all_reduce(x, stream=1.5), "stream", "1.5")
+        self.refused(TypeError, lambda: COMM.wait(timeout_s="5"), "timeout_s", "'5'")
+        self.refused(TypeError, lambda: COMM.wait(timeout_s=True), "timeout_s", "True")
+        with COMM.premul_sum("float32", 0.5) as op:
+            pass
+        FAKE_LIB.fake_nccl_clear()
+        self.refused(ValueError, lambda: COMM.all_reduce(x, op=op), "destroyed")  # not ctypes' ArgumentError
+
+    def test_integers_that_are_not_ints(self):
+        """What says it is an integer (__index__: numpy's, torch's) is taken as one."""
+        COMM.broadcast(CudaArray(0x1000, (Index(2), Index(3)), "<f4"), root=Index(2))
+        c = self.only("ncclBroadcast")
+        self.assertEqual((c.count, c.rank), (6, 2))
+
+    def test_shapes(self):
+        self.refused(OverflowError, lambda: COMM.all_reduce(CudaArray(0x1000, (2 ** 70,), "<f4")), "shape",
+                     2 ** 70)
+        self.refused(OverflowError, lambda: COMM.all_reduce(CudaArray(0x1000, (2 ** 32, 2 ** 32), "<f4")), "shape")
+        self.refused(ValueError, lambda: COMM.all_reduce(CudaArray(0x1000, (-2, -3), "<f4")), "shape", -2)
+        self.refused(ValueError, lambda: COMM.all_gather(CudaArray(0x1000, (4,), "<f4"),
+                                                         out=CudaArray(0x2000, (-4, -4), "<f4")), "out", -4)
+        self.refused(TypeError, lambda: COMM.all_reduce(CudaArray(0x1000, (2.5, 2), "<f4")), "shape[0]", "2.5")
+        self.refused(TypeError, lambda: COMM.all_reduce(CudaArray(0x1000, (True, 4), "<f4")), "shape[0]")
+        self.refused(ValueError, lambda: COMM.all_reduce(DLPackArray(0x3000, (-2, -3), 2, 32)), "shape", -2)
+        self.refused(OverflowError, lambda: COMM.all_reduce(DLPackArray(0x3000, (2 ** 62, 8), 2, 32)), "shape")
+        COMM.all_reduce(CudaArray(0x1000, (0, 4), "<f4"))  # an empty array is fine (and nothing to queue)
+        self.assertEqual(calls(), [])
+
+    def test_premul_sum_scalars_the_dtype_cannot_hold(self):
+        for dtype, scalar in (("int8", 1000), ("int8", -129), ("uint8", -1), ("uint8", 256), ("int32", 2 ** 40),
+                              ("uint32", 2 ** 32), ("int64", 2 ** 63), ("uint64", -1), ("uint64", 2 ** 64),
+                              ("float32", 1e300), ("float32", -1e39), ("float32", 2 ** 200), ("float64", 2 ** 1024),
+                              ("complex64", 1e300), ("tfloat32", 1e39), ("float32", math.nan),
+                              ("float64", math.inf), ("float64", -math.inf)):
+            self.refused(ValueError, lambda: COMM.premul_sum(dtype, scalar), dtype, repr(scalar))
+        self.refused(TypeError, lambda: COMM.premul_sum("int32", 2.5), "int32", "2.5")
+        self.refused(TypeError, lambda: COMM.premul_sum("float32", True), "float32", "True")
+        self.refused(ValueError, lambda: COMM.premul_sum("float33", 1.0), "float33")
+        self.refused(ValueError, lambda: COMM.premul_sum("float32", CudaArray(0x1000, (1,), "<f8")), "float32",
+                     "float64")  # a double read as a float would be garbage
+        self.refused(ValueError, lambda: COMM.premul_sum("float32", CudaArray(0x1000, (2,), "<f4")), "2")
+
+    def test_premul_sum_scalars_at_the_edges(self):
+        for dtype, scalar, expect in (("int8", -128, ctypes.c_int8(-128)), ("uint8", 255, ctypes.c_uint8(255)),
+                                      ("int64", -2 ** 63, ctypes.c_int64(-2 ** 63)),
+                                      ("uint64", 2 ** 64 - 1, ctypes.c_uint64(2 ** 64 - 1)),
+                                      ("float32", 3.4028234e38, ctypes.c_float(3.4028234e38)),
+                                      ("float32", 1e-50, ctypes.c_float(0.0)),  # underflow to 0 is a value
+                                      ("complex128", 1e300, ctypes.c_double(1e300))):
+            FAKE_LIB.fake_nccl_clear()
+            with COMM.premul_sum(dtype, scalar):
+                c = self.only("ncclRedOpCreatePreMulSum")
+                self.assertEqual(bytes(c.scalar[:ctypes.sizeof(expect)]), bytes(expect), dtype)
+        FAKE_LIB.fake_nccl_clear()
+        with COMM.premul_sum("float32", CudaArray(0x1000, (1,), "<f4")):  # read on the device
+            self.assertEqual(self.only("ncclRedOpCreatePreMulSum").send, 0x1000)
+
+    def test_strings(self):
+        self.refused(TypeError, lambda: hn.set_tag(b"x"), "tag", "b'x'")
+        self.refused(TypeError, lambda: hn.set_tag(5), "tag", "5")
+        self.refused(ValueError, lambda: hn.set_tag("ab\0cd"), "tag", "'ab\\x00cd'")
+        self.refused(ValueError, lambda: hn.set_tag("\udc80"), "tag")
+        with tempfile.TemporaryDirectory() as d:
+            self.refused(ValueError, lambda: hn.trace_dump(d + "\0x"), "directory", "NUL")
+            self.refused(ValueError, lambda: hn.trace_dump(d.encode() + b"\0x"), "directory", "NUL")
+            self.refused(TypeError, lambda: hn.trace_dump(5), "directory", "5")
+            self.refused(TypeError, lambda: COMM.all_reduce(CudaArray(0x1000, (4,), b"<f4")), "b'<f4'")
+            self.assertTrue(hn.trace_dump(pathlib.Path(d)).startswith(d))
+            self.assertTrue(hn.trace_dump(d.encode()).startswith(d))  # bytes paths, as open() takes them
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ library's message. The guide: docs/python.md.
 """
 import contextlib
 import ctypes
+import os
 
+from . import _check
 from ._arrays import DTYPES, OPS, dtype_from_dlpack, dtype_from_torch, dtype_from_typestr, view
 from ._lib import HidetNcclError, call, load
 
@@ -41,7 +43,7 @@ def nccl_path():
     """Where NCCL was loaded from (the same NCCL torch loaded, when torch is in the process)."""
     path = ctypes.c_char_p()
     call("hidet_nccl_library_path", ctypes.byref(path))
-    return path.value.decode()
+    return os.fsdecode(path.value)
 
 
 def dtype_of(array):
@@ -70,7 +72,7 @@ def init_mpi(comm=None):
 def adopt(nccl_comm):
     """Borrows an NCCL communicator made elsewhere (an ncclComm_t as an int); the library never
     destroys it."""
-    return Communicator(_out_int("hidet_nccl_comm_adopt", ctypes.c_void_p(nccl_comm)))
+    return Communicator(_out_int("hidet_nccl_comm_adopt", _check.pointer("nccl_comm", nccl_comm)))
 
 
 def finalize():
@@ -80,21 +82,23 @@ def finalize():
 
 def mem_free(ptr):
     """Frees memory from Communicator.mem_alloc (an int address)."""
-    call("hidet_nccl_mem_free", ctypes.c_void_p(ptr))
+    call("hidet_nccl_mem_free", _check.pointer("ptr", ptr))
 
 
 def set_tag(tag):
-    """The calling thread's tag (at most 47 bytes; None: none), recorded by the flight recorder
-    with each of its later collectives."""
-    call("hidet_nccl_set_tag", None if tag is None else tag.encode())
+    """The calling thread's tag (a str of at most 47 bytes in UTF-8; None: none), recorded by
+    the flight recorder with each of its later collectives."""
+    call("hidet_nccl_set_tag", None if tag is None else _check.text("tag", tag))
 
 
 def trace_dump(directory=None):
-    """Dumps every communicator's flight recorder into directory (None: $HIDET_NCCL_TRACE_DIR);
-    returns the file written. `hidet-nccl-trace DIR` reads the ranks' dumps."""
+    """Dumps every communicator's flight recorder into directory (a str, bytes or os.PathLike;
+    None: $HIDET_NCCL_TRACE_DIR); returns the file written. `hidet-nccl-trace DIR` reads the
+    ranks' dumps."""
     path = ctypes.create_string_buffer(4352)
-    call("hidet_nccl_trace_dump", None if directory is None else str(directory).encode(), path, len(path))
-    return path.value.decode()
+    call("hidet_nccl_trace_dump", None if directory is None else _check.path("directory", directory), path,
+         len(path))
+    return os.fsdecode(path.value)
 
 
 @contextlib.contextmanager
@@ -108,23 +112,37 @@ def group():
 
 
 def _op_code(op):
-    if isinstance(op, Op):
-        return op.code
+    """An op argument: a name of OPS, an Op, or a hidet_nccl_op_t value (an int, checked by the
+    C library; a float is refused, never truncated into another op)."""
     if isinstance(op, str):
         if op not in OPS:
             raise ValueError("hidet_nccl: op %r is not one of %s" % (op, ", ".join(OPS)))
         return OPS[op]
-    return int(op)
+    if isinstance(op, Op):
+        if op.code is None:
+            raise ValueError("hidet_nccl: op is a scaled sum of %s that was destroyed" % op.dtype)
+        return op.code
+    return _check.c_int("op", op)
+
+
+def _rank(name, value):
+    """A root or peer: a C int here; whether it is a rank of the communicator, the C library says."""
+    return _check.c_int(name, value)
 
 
 def _stream(s):
     """A stream argument: an int handle, a torch.cuda.Stream, a CuPy stream, or None."""
-    if s is None or isinstance(s, int):
-        return s
-    for attr in ("cuda_stream", "ptr", "handle"):
-        if hasattr(s, attr):
-            return int(getattr(s, attr))
-    raise TypeError("hidet_nccl: %r is not a CUDA stream" % (s,))
+    if s is None:
+        return None
+    if not isinstance(s, int):
+        for attr in ("cuda_stream", "ptr", "handle"):
+            if hasattr(s, attr):
+                return _check.pointer("stream." + attr, getattr(s, attr))
+    try:
+        return _check.pointer("stream", s)
+    except TypeError:
+        raise TypeError("hidet_nccl: stream %r is not a CUDA stream (an int handle, a torch.cuda.Stream, a CuPy "
+                        "stream)" % (s,)) from None
 
 
 class Op:
@@ -152,7 +170,7 @@ class Communicator:
     GPU; the dtype is the array's; the stream is `stream` or the array framework's current one."""
 
     def __init__(self, comm_id):
-        self.id = comm_id
+        self.id = _check.c_int("comm_id", comm_id)
 
     def __repr__(self):
         return "<hidet_nccl.Communicator id %d>" % self.id
@@ -175,13 +193,16 @@ class Communicator:
 
     def split(self, color, key=0):
         """ncclCommSplit: the ranks of the same color, ordered by key; color None: no part."""
-        return Communicator(_out_int("hidet_nccl_comm_split", self.id, -1 if color is None else color, key))
+        color = -1 if color is None else _check.c_int("color", color)  # HIDET_NCCL_SPLIT_NOCOLOR
+        return Communicator(_out_int("hidet_nccl_comm_split", self.id, color, _check.c_int("key", key)))
 
     def shrink(self, exclude=(), flags=SHRINK_DEFAULT):
         """ncclCommShrink: a new communicator without the ranks in exclude (they do not call);
         flags SHRINK_ABORT on a communicator that failed. This one stays: destroy it."""
-        ranks = (ctypes.c_int * max(len(exclude), 1))(*exclude)
-        return Communicator(_out_int("hidet_nccl_comm_shrink", self.id, len(exclude), ranks, flags))
+        ranks = [_check.c_int("exclude[%d]" % i, r) for i, r in enumerate(exclude)]
+        array = (ctypes.c_int * max(len(ranks), 1))(*ranks)
+        return Communicator(_out_int("hidet_nccl_comm_shrink", self.id, len(ranks), array,
+                                     _check.c_int("flags", flags)))
 
     def revoke(self):
         """ncclCommRevoke: stops this rank's unfinished work; the communicator is then failed."""
@@ -194,16 +215,17 @@ class Communicator:
         """ncclMemAlloc on this communicator's GPU: the device address (an int); free it with
         hidet_nccl.mem_free. Wrap it for torch or CuPy with their from-pointer helpers."""
         ptr = ctypes.c_void_p()
-        call("hidet_nccl_mem_alloc", self.id, nbytes, ctypes.byref(ptr))
+        call("hidet_nccl_mem_alloc", self.id, _check.size("nbytes", nbytes), ctypes.byref(ptr))
         return ptr.value
 
     def register(self, ptr, nbytes, flags=REGISTER_AUTO):
         """Registers [ptr, ptr + nbytes) (REGISTER_AUTO and _WINDOW: collective, library memory);
         returns the handle for deregister."""
-        return _out_int("hidet_nccl_register", self.id, ctypes.c_void_p(ptr), nbytes, flags)
+        return _out_int("hidet_nccl_register", self.id, _check.pointer("ptr", ptr), _check.size("nbytes", nbytes),
+                        _check.c_int("flags", flags))
 
     def deregister(self, handle):
-        call("hidet_nccl_deregister", self.id, handle)
+        call("hidet_nccl_deregister", self.id, _check.c_int("handle", handle))
 
     def abort(self):
         call("hidet_nccl_comm_abort", self.id)
@@ -214,7 +236,7 @@ class Communicator:
 
     def wait(self, stream=None, timeout_s=0.0):
         """Waits from the host for the work on `stream`, up to timeout_s (0: $HIDET_NCCL_TIMEOUT)."""
-        call("hidet_nccl_comm_wait", self.id, _stream(stream) or 0, float(timeout_s))
+        call("hidet_nccl_comm_wait", self.id, _stream(stream) or 0, _check.real("timeout_s", timeout_s))
 
     def __enter__(self):
         return self
@@ -226,38 +248,39 @@ class Communicator:
 
     def all_reduce(self, tensor, out=None, op="sum", stream=None):
         """out = op over ranks of tensor (out None: in place)."""
-        a = view(tensor, _stream(stream))
-        b = a if out is None else self._same(view(out, a.stream), a, "out")
+        a = view(tensor, _stream(stream), "tensor")
+        b = a if out is None else self._same(view(out, a.stream, "out"), a, "out")
         call("hidet_nccl_all_reduce", self.id, a.ptr, b.ptr, a.count, a.dtype_code, _op_code(op), a.stream)
 
     def broadcast(self, tensor, root=0, out=None, stream=None):
         """out on every rank = tensor of root (out None: in place)."""
-        a = view(tensor, _stream(stream))
-        b = a if out is None else self._same(view(out, a.stream), a, "out")
-        call("hidet_nccl_broadcast", self.id, a.ptr, b.ptr, a.count, a.dtype_code, root, a.stream)
+        a = view(tensor, _stream(stream), "tensor")
+        b = a if out is None else self._same(view(out, a.stream, "out"), a, "out")
+        call("hidet_nccl_broadcast", self.id, a.ptr, b.ptr, a.count, a.dtype_code, _rank("root", root), a.stream)
 
     def reduce(self, tensor, root=0, out=None, op="sum", stream=None):
         """out on root = op over ranks of tensor (out None: in place; unused elsewhere)."""
-        a = view(tensor, _stream(stream))
-        b = a if out is None else self._same(view(out, a.stream), a, "out")
-        call("hidet_nccl_reduce", self.id, a.ptr, b.ptr, a.count, a.dtype_code, _op_code(op), root, a.stream)
+        a = view(tensor, _stream(stream), "tensor")
+        b = a if out is None else self._same(view(out, a.stream, "out"), a, "out")
+        call("hidet_nccl_reduce", self.id, a.ptr, b.ptr, a.count, a.dtype_code, _op_code(op), _rank("root", root),
+             a.stream)
 
     def all_gather(self, tensor, out, stream=None):
         """out (size times tensor's elements) = every rank's tensor, in rank order."""
-        a = view(tensor, _stream(stream))
-        b = self._times(view(out, a.stream), a, "out")
+        a = view(tensor, _stream(stream), "tensor")
+        b = self._times(view(out, a.stream, "out"), a, "out")
         call("hidet_nccl_all_gather", self.id, a.ptr, b.ptr, a.count, a.dtype_code, a.stream)
 
     def reduce_scatter(self, tensor, out, op="sum", stream=None):
         """out on rank r = op over ranks of block r of tensor (size times out's elements)."""
-        b = view(out, _stream(stream))
-        a = self._times(view(tensor, b.stream), b, "tensor")
+        b = view(out, _stream(stream), "out")
+        a = self._times(view(tensor, b.stream, "tensor"), b, "tensor")
         call("hidet_nccl_reduce_scatter", self.id, a.ptr, b.ptr, b.count, a.dtype_code, _op_code(op), b.stream)
 
     def all_to_all(self, tensor, out, stream=None):
         """Block j of tensor to rank j, landing as block r (the sender) of out."""
-        a = view(tensor, _stream(stream))
-        b = self._same(view(out, a.stream), a, "out")
+        a = view(tensor, _stream(stream), "tensor")
+        b = self._same(view(out, a.stream, "out"), a, "out")
         if a.count % self.size:
             raise ValueError("hidet_nccl: all_to_all of %d elements over %d ranks: not whole blocks"
                              % (a.count, self.size))
@@ -265,23 +288,25 @@ class Communicator:
 
     def gather(self, tensor, out=None, root=0, stream=None):
         """out on root (size times tensor's elements) = every rank's tensor, in rank order."""
-        a = view(tensor, _stream(stream))
-        b = self._times(view(out, a.stream), a, "out") if out is not None else None
-        call("hidet_nccl_gather", self.id, a.ptr, b.ptr if b else None, a.count, a.dtype_code, root, a.stream)
+        a = view(tensor, _stream(stream), "tensor")
+        b = self._times(view(out, a.stream, "out"), a, "out") if out is not None else None
+        call("hidet_nccl_gather", self.id, a.ptr, b.ptr if b else None, a.count, a.dtype_code, _rank("root", root),
+             a.stream)
 
     def scatter(self, tensor, out, root=0, stream=None):
         """out on rank r = block r of root's tensor (size times out's elements; None elsewhere)."""
-        b = view(out, _stream(stream))
-        a = self._times(view(tensor, b.stream), b, "tensor") if tensor is not None else None
-        call("hidet_nccl_scatter", self.id, a.ptr if a else None, b.ptr, b.count, b.dtype_code, root, b.stream)
+        b = view(out, _stream(stream), "out")
+        a = self._times(view(tensor, b.stream, "tensor"), b, "tensor") if tensor is not None else None
+        call("hidet_nccl_scatter", self.id, a.ptr if a else None, b.ptr, b.count, b.dtype_code, _rank("root", root),
+             b.stream)
 
     def send(self, tensor, peer, stream=None):
-        a = view(tensor, _stream(stream))
-        call("hidet_nccl_send", self.id, a.ptr, a.count, a.dtype_code, peer, a.stream)
+        a = view(tensor, _stream(stream), "tensor")
+        call("hidet_nccl_send", self.id, a.ptr, a.count, a.dtype_code, _rank("peer", peer), a.stream)
 
     def recv(self, tensor, peer, stream=None):
-        a = view(tensor, _stream(stream))
-        call("hidet_nccl_recv", self.id, a.ptr, a.count, a.dtype_code, peer, a.stream)
+        a = view(tensor, _stream(stream), "tensor")
+        call("hidet_nccl_recv", self.id, a.ptr, a.count, a.dtype_code, _rank("peer", peer), a.stream)
 
     def barrier(self, stream=None):
         """Stream-ordered: work queued after it starts once every rank has reached it."""
@@ -296,21 +321,21 @@ class Communicator:
 
     def premul_sum(self, dtype, scalar):
         """A scaled sum for `dtype` (a hidet name, or an array whose dtype to take): scalar is a
-        number (read now) or a one-element device array (read when each collective runs)."""
-        name = dtype if isinstance(dtype, str) else view(dtype).dtype
+        number (read now; refused where the dtype cannot hold it) or a one-element device array
+        of the dtype (of its real part's type for complex; read when each collective runs)."""
+        name = dtype if isinstance(dtype, str) else view(dtype, name="dtype").dtype
+        if name not in DTYPES:
+            raise ValueError("hidet_nccl: dtype %r is not one of %s" % (name, ", ".join(DTYPES)))
         code = ctypes.c_int(-1)
         if isinstance(scalar, (int, float)):
-            real = {"complex64": "float32", "complex128": "float64", "tfloat32": "float32"}.get(name, name)
-            ctype = {"float64": ctypes.c_double, "float32": ctypes.c_float, "int8": ctypes.c_int8,
-                     "uint8": ctypes.c_uint8, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
-                     "int64": ctypes.c_int64, "uint64": ctypes.c_uint64}.get(real)
-            if ctype is None:
-                raise TypeError("hidet_nccl: a %s scalar from Python is not supported; give a one-element "
-                                "device array of that type" % name)
-            value = ctype(scalar)
+            value = _check.scalar(name, scalar)
             call("hidet_nccl_op_premul_sum", self.id, DTYPES[name], ctypes.byref(value), 0, ctypes.byref(code))
         else:
-            s = view(scalar)
+            s = view(scalar, name="scalar")
+            real = {"complex64": "float32", "complex128": "float64", "tfloat32": "float32"}.get(name, name)
+            if s.count != 1 or s.dtype != real:
+                raise ValueError("hidet_nccl: the scalar of a %s scaled sum is one %s, not %d %s"
+                                 % (name, real, s.count, s.dtype))
             call("hidet_nccl_op_premul_sum", self.id, DTYPES[name], s.ptr, 1, ctypes.byref(code))
         return Op(self, code.value, name)
 

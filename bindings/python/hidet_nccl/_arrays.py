@@ -1,7 +1,10 @@
 """What the collectives need of an array: its device pointer, element count, hidet dtype and
 stream. Taken from a torch tensor directly, else from __cuda_array_interface__, else from
-DLPack."""
+DLPack. What an array says of itself (its shape, address, stream) passes _check like any
+argument: an object that offers the interfaces is not thereby telling the truth."""
 import ctypes
+
+from . import _check
 
 # hidet_nccl_dtype_t values, by hidet's name.
 DTYPES = {
@@ -43,6 +46,8 @@ def dtype_from_torch(name):
 
 def dtype_from_typestr(typestr):
     """hidet's name for an array-interface type string ("<f4", "|b1", "<c16")."""
+    if not isinstance(typestr, str):
+        raise TypeError("hidet_nccl: array type %r is not a str" % (typestr,))
     if len(typestr) < 2 or typestr[0] not in "<|=" or typestr[1:] not in _TYPESTR:
         raise TypeError("hidet_nccl: array type %r is not a little-endian type hidet has (%s)" %
                         (typestr, ", ".join(sorted(_TYPESTR))))
@@ -55,13 +60,6 @@ def dtype_from_dlpack(code, bits, lanes=1):
         raise TypeError("hidet_nccl: DLPack type (code %d, %d bits, %d lanes) has no hidet data type" %
                         (code, bits, lanes))
     return _DLPACK[(code, bits)]
-
-
-def _numel(shape):
-    count = 1
-    for n in shape:
-        count *= n
-    return count
 
 
 def _contiguous(shape, strides, itemsize):
@@ -134,21 +132,23 @@ def _torch_view(t, stream):
     return View(t.data_ptr(), t.numel(), dtype, stream, t)
 
 
-def view(a, stream=None):
-    """The View of array `a` (torch tensor, __cuda_array_interface__, DLPack). stream: a
-    cudaStream_t as an int; None: the array framework's current stream (torch), the stream
-    the interface names, else the default stream."""
+def view(a, stream=None, name="array"):
+    """The View of array `a` (torch tensor, __cuda_array_interface__, DLPack), called `name` in
+    errors. stream: a cudaStream_t as an int, checked by the caller; None: the array
+    framework's current stream (torch), the stream the interface names, else the default
+    stream. A torch tensor's own numbers are taken as they are (torch made them)."""
     if type(a).__module__.startswith("torch") and hasattr(a, "data_ptr"):
         return _torch_view(a, stream)
     cai = getattr(a, "__cuda_array_interface__", None)
     if cai is not None:
         shape = tuple(cai["shape"])
+        count = _check.shape(name, shape)
         dtype = dtype_from_typestr(cai["typestr"])
         if not _contiguous(shape, cai.get("strides"), int(cai["typestr"][2:])):
             raise ValueError("hidet_nccl: the array is not C-contiguous")
         if stream is None:
-            stream = cai.get("stream") or 0
-        return View(cai["data"][0], _numel(shape), dtype, stream, a)
+            stream = _check.pointer(name + "'s __cuda_array_interface__ stream", cai.get("stream") or 0)
+        return View(_check.pointer(name + "'s data pointer", cai["data"][0]), count, dtype, stream, a)
     if hasattr(a, "__dlpack__"):
         capsule = a.__dlpack__()
         managed = _get_capsule(capsule, b"dltensor")
@@ -157,12 +157,15 @@ def view(a, stream=None):
             raise ValueError("hidet_nccl: the DLPack array is not in CUDA memory (device type %d)"
                              % t.device.device_type)
         dtype = dtype_from_dlpack(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+        if t.ndim < 0:
+            raise ValueError("hidet_nccl: %s is a DLPack array of %d dimensions" % (name, t.ndim))
         shape = tuple(t.shape[i] for i in range(t.ndim))
+        count = _check.shape(name, shape)
         itemsize = max(t.dtype.bits // 8, 1)
         strides = None if not t.strides else tuple(t.strides[i] * itemsize for i in range(t.ndim))
         if not _contiguous(shape, strides, itemsize):
             raise ValueError("hidet_nccl: the array is not C-contiguous")
-        return View((t.data or 0) + t.byte_offset, _numel(shape), dtype, 0 if stream is None else stream,
-                    (a, capsule))
+        ptr = _check.pointer(name + "'s data pointer + byte_offset", (t.data or 0) + t.byte_offset)
+        return View(ptr, count, dtype, 0 if stream is None else stream, (a, capsule))
     raise TypeError("hidet_nccl: %s is not an array hidet_nccl can use (a torch tensor, or an object with "
                     "__cuda_array_interface__ or __dlpack__)" % type(a).__name__)
