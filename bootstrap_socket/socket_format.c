@@ -16,7 +16,7 @@ int hidet_nccl__sk_total(const uint8_t header[HN_SK_HEADER], size_t *total, char
                                 total, why, why_bytes) != 0)
         return -1;
     uint32_t kind = hidet_nccl__get16(header + 10);
-    if (kind < HN_SK_KIND_HELLO || kind > HN_SK_KIND_DATA) return WHY("unknown kind %u", kind);
+    if (kind < HN_SK_KIND_HELLO || kind > HN_SK_KIND_REFUSE) return WHY("unknown kind %u", kind);
     return 0;
 }
 
@@ -37,7 +37,7 @@ int hidet_nccl__sk_parse(const uint8_t *buf, size_t len, hidet_nccl__sk_msg_t *m
     if (hidet_nccl__frame_check(buf, len, HN_SK_HEADER, k_magic, HN_SK_VERSION, HN_SK_MAX_BODY, HN_SK_MAX_WORLD,
                                 "rendezvous message", &f, why, why_bytes) != 0)
         return -1;
-    if (f.kind < HN_SK_KIND_HELLO || f.kind > HN_SK_KIND_DATA) return WHY("unknown kind %u", f.kind);
+    if (f.kind < HN_SK_KIND_HELLO || f.kind > HN_SK_KIND_REFUSE) return WHY("unknown kind %u", f.kind);
     memset(msg, 0, sizeof *msg);
     msg->kind = (int)f.kind;
     msg->world_size = f.world;
@@ -45,10 +45,31 @@ int hidet_nccl__sk_parse(const uint8_t *buf, size_t len, hidet_nccl__sk_msg_t *m
     msg->body_bytes = f.body;
     msg->tag = f.seq;
     memcpy(msg->key, f.key, sizeof msg->key);
-    if (msg->kind == HN_SK_KIND_HELLO && msg->body_bytes != 0) return WHY("a hello with a body of %u bytes", msg->body_bytes);
-    if (msg->kind == HN_SK_KIND_WELCOME && msg->body_bytes != HN_SK_NONCE)
-        return WHY("a welcome with a body of %u bytes (expected %d)", msg->body_bytes, HN_SK_NONCE);
+    const uint8_t *body = buf + HN_SK_HEADER;
+    uint32_t b = msg->body_bytes;
+    switch (msg->kind) {
+        case HN_SK_KIND_HELLO:
+            if (b != 4) return WHY("a hello with a body of %u bytes (expected 4)", b);
+            msg->flags = hidet_nccl__get32(body);
+            if (msg->flags & ~HN_SK_HELLO_SECRET) return WHY("a hello with unknown flags %#x", msg->flags);
+            break;
+        case HN_SK_KIND_WELCOME:
+            if (b != HN_SK_NONCE && b != HN_SK_NONCE + HN_SK_MAC)
+                return WHY("a welcome with a body of %u bytes (expected %d or %d)", b, HN_SK_NONCE, HN_SK_NONCE + HN_SK_MAC);
+            break;
+        case HN_SK_KIND_CHALLENGE:
+            if (b != 0) return WHY("a challenge with a body of %u bytes", b);
+            break;
+        case HN_SK_KIND_PROOF:
+            if (b != HN_SK_MAC) return WHY("a proof with a body of %u bytes (expected %d)", b, HN_SK_MAC);
+            break;
+        case HN_SK_KIND_REFUSE:
+            if (b == 0 || b > HN_SK_MAX_REFUSE) return WHY("a refusal with a body of %u bytes (1 .. %d)", b, HN_SK_MAX_REFUSE);
+            for (uint32_t i = 0; i < b; i++)
+                if (body[i] < 0x20 || body[i] > 0x7e) return WHY("a refusal with a byte %#x that is not printable", body[i]);
+            break;
+    }
     msg->nonce = buf + 96;
-    msg->body = buf + HN_SK_HEADER;
+    msg->body = body;
     return 0;
 }

@@ -2,14 +2,19 @@
  * network are untrusted: every message is versioned, length-checked, checksummed and carries
  * the job key. Little-endian:
  *
- *   0  magic "HNCCLSK\0"   8  u16 version (1)   10 u16 kind (1 hello, 2 welcome, 3 data)
+ *   0  magic "HNCCLSK\0"   8  u16 version (2)   10 u16 kind (below)
  *   12 u32 world size      16 u32 sender rank   20 u32 body bytes    24 u64 tag
  *   32 char key[64], NUL-padded                 96 u8 nonce[16]
  *   112 body               112+body: u32 crc32 (zlib) of bytes 0 .. 112+body
  *
- *   hello   (a rank to rank 0): nonce = the rank's fresh random nonce; no body
- *   welcome (rank 0 to a rank): nonce = the job's session nonce; body = the rank's nonce back
- *   data    (either way):       nonce = the session nonce; tag = the round; body = the bytes
+ *   1 hello     (a rank to rank 0): nonce = the rank's fresh random nonce; body = u32 flags
+ *               (HN_SK_HELLO_SECRET: the rank holds a job secret)
+ *   4 challenge (rank 0 to a rank, with a secret): nonce = rank 0's fresh nonce for it; no body
+ *   5 proof     (the rank to rank 0): body = its MAC of both nonces under the secret
+ *   2 welcome   (rank 0 to a rank): nonce = the job's session nonce; body = the rank's nonce back,
+ *               then (with a secret) rank 0's MAC of the nonces and the session
+ *   6 refuse    (rank 0 to a rank it will not take): body = why, text
+ *   3 data      (either way): nonce = the session nonce; tag = the round; body = the bytes
  */
 #ifndef HIDET_NCCL_BOOTSTRAP_SOCKET_SOCKET_FORMAT_INT_H_
 #define HIDET_NCCL_BOOTSTRAP_SOCKET_SOCKET_FORMAT_INT_H_
@@ -17,10 +22,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HN_SK_VERSION 1
+#define HN_SK_VERSION 2
 #define HN_SK_KIND_HELLO 1
 #define HN_SK_KIND_WELCOME 2
 #define HN_SK_KIND_DATA 3
+#define HN_SK_KIND_CHALLENGE 4
+#define HN_SK_KIND_PROOF 5
+#define HN_SK_KIND_REFUSE 6
+#define HN_SK_HELLO_SECRET 1u
+#define HN_SK_MAC 32
+#define HN_SK_MAX_REFUSE 256
 #define HN_SK_HEADER 112
 #define HN_SK_KEY_BYTES 64
 #define HN_SK_NONCE 16
@@ -36,6 +47,7 @@ typedef struct {
     char key[HN_SK_KEY_BYTES + 1];
     const uint8_t *nonce; /* into the message */
     const uint8_t *body;  /* into the message */
+    uint32_t flags;       /* a hello's */
 } hidet_nccl__sk_msg_t;
 
 /* The header's claim of the whole message's length (header, body, checksum): 0 and *total

@@ -9,6 +9,7 @@
  *              until a deadline
  *   parsing    hidet_nccl__parse_nonneg_int, hidet_nccl__key_ok, hidet_nccl__rank_field,
  *              hidet_nccl__copy_sized for size-versioned structs, little-endian fields
+ *   secrets    the job's secret, and a keyed MAC (HMAC-SHA-256, OpenSSL's libcrypto at run time)
  *   settings   the values of the environment variables the library reads, parsed once
  *              (core/base/settings.c holds the table)
  *   lifetime   hidet_nccl__at_finalize; hidet_nccl__comm_init_over
@@ -152,6 +153,24 @@ int hidet_nccl__frame_check(const uint8_t *buf, size_t len, size_t header_bytes,
  * small to hold `size` itself is refused. 0, or -1 and why ("what" names the struct). */
 int hidet_nccl__copy_sized(void *dst, size_t dst_bytes, const void *src, const char *what, char *why,
                            size_t why_bytes);
+
+/* ---------------------------------------------------------------- secrets */
+
+/* A rendezvous authenticates its peers by a per-job secret that never travels: each side
+ * proves it holds it with a MAC over fresh nonces (core/base/mac.c). */
+#define HN_MAC_BYTES 32
+#define HN_SECRET_MIN 16
+#define HN_SECRET_MAX 4096
+
+/* The job's secret: the bytes of $HIDET_NCCL_JOB_SECRET_FILE (a regular file of the user's,
+ * readable by nobody else, 16 .. 4096 bytes, trailing newlines dropped), else
+ * $HIDET_NCCL_JOB_SECRET. 1 and out[0 .. *len); 0 when neither is set; -1 and why. */
+int hidet_nccl__job_secret(uint8_t out[HN_SECRET_MAX], size_t *len, char *why, size_t why_bytes);
+/* HMAC-SHA-256 of data under key. 0, or -1 and why (no libcrypto: the places tried). */
+int hidet_nccl__mac(const uint8_t *key, size_t key_len, const void *data, size_t len, uint8_t out[HN_MAC_BYTES],
+                    char *why, size_t why_bytes);
+/* 1 if a and b are equal, compared in time that does not depend on where they differ. */
+int hidet_nccl__mac_equal(const uint8_t a[HN_MAC_BYTES], const uint8_t b[HN_MAC_BYTES]);
 
 /* ---------------------------------------------------------------- settings */
 

@@ -40,7 +40,8 @@ static void print_settings(hn_log_level_t level) {
         if (s.error != NULL)
             hidet_nccl__log(HN_LOG_INFO, "  %s=%s (environment, INVALID: %s)", s.name, s.env, s.error);
         else
-            hidet_nccl__log(HN_LOG_INFO, "  %s=%s (%s) - %s", s.name, s.value ? s.value : "",
+            hidet_nccl__log(HN_LOG_INFO, "  %s=%s (%s) - %s", s.name,
+                            s.secret ? (s.value ? "(hidden)" : "") : s.value ? s.value : "",
                             s.env ? "environment" : s.value ? "default" : "unset", s.doc);
     }
     char saved[1024]; /* the hints' check must not leave a message in the caller's thread */

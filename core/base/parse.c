@@ -18,6 +18,10 @@ int hidet_nccl__key_ok(const char *key, size_t max_len) {
 hidet_nccl_status_t hidet_nccl__rank_field(int given, int hint, const char *field, int required,
                                            const hidet_nccl_bootstrap_init_args_t *args, int *out, char *msg,
                                            size_t msg_bytes) {
+    if (given < -1)
+        return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                               "the %s %d (params) is out of range: a rank, size or count from 0, or -1 for the "
+                               "environment's", field, given);
     *out = given >= 0 ? given : hint;
     if (*out < 0 && required)
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_INVALID_ARGUMENT,

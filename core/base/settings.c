@@ -15,7 +15,7 @@
 #include "core/base/status_int.h"
 #include "core/base/settings_int.h"
 
-typedef enum { KIND_STRING, KIND_INT, KIND_SECONDS, KIND_BOOL, KIND_LEVEL } kind_t;
+typedef enum { KIND_STRING, KIND_SECRET, KIND_INT, KIND_SECONDS, KIND_BOOL, KIND_LEVEL } kind_t;
 
 static const struct {
     const char *name;
@@ -80,7 +80,7 @@ static const char *const k_levels[] = {"NONE", "WARN", "INFO", "TRACE"};
 /* Parses setting i's text into s->number[i]; on a bad value sets s->error[i]. */
 static void parse_one(snapshot_t *s, int i) {
     const char *name = k_settings[i].name, *v = s->env[i];
-    if (k_settings[i].def != NULL && k_settings[i].kind != KIND_STRING) {
+    if (k_settings[i].def != NULL && k_settings[i].kind != KIND_STRING && k_settings[i].kind != KIND_SECRET) {
         const char *d = k_settings[i].def;
         s->number[i] = k_settings[i].kind == KIND_LEVEL ? HN_LOG_WARN : strtod(d, NULL);
     }
@@ -88,7 +88,8 @@ static void parse_one(snapshot_t *s, int i) {
     double x = 0;
     int ok;
     switch (k_settings[i].kind) {
-        case KIND_STRING: return;
+        case KIND_STRING:
+        case KIND_SECRET: return;
         case KIND_LEVEL:
             for (int l = 0; l < 4; l++)
                 if (strcasecmp(v, k_levels[l]) == 0) {
@@ -215,7 +216,7 @@ unsigned hidet_nccl__settings_serial(void) { return current()->serial; }
 void hidet_nccl__setting_info(hn_setting_t id, hn_setting_info_t *out) {
     const snapshot_t *s = current();
     *out = (hn_setting_info_t){k_settings[id].name, k_settings[id].doc, s->env[id], s->value[id], s->error[id],
-                               s->number[id]};
+                               s->number[id], k_settings[id].kind == KIND_SECRET};
 }
 
 /* Launcher l's variable v: 1 and its value, 0 unset, -1 malformed (message set). */

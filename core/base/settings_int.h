@@ -27,6 +27,7 @@ unsigned hidet_nccl__settings_serial(void);
 typedef struct {
     const char *name, *doc, *env, *value, *error;
     double number;
+    int secret; /* its value is never printed */
 } hn_setting_info_t;
 void hidet_nccl__setting_info(hn_setting_t id, hn_setting_info_t *out);
 

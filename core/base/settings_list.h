@@ -4,7 +4,8 @@
  * docs/user_guide.md must document every name (//tests:settings_doc_test).
  *
  *   X(id, name, kind, default or NULL, min, max, doc)
- *   kind: STRING, INT (min .. max), SECONDS ((min, max]), BOOL (0 or 1), LEVEL (NONE, WARN, INFO, TRACE)
+ *   kind: STRING, SECRET (a string never printed), INT (min .. max), SECONDS ((min, max]), BOOL (0 or 1),
+ *         LEVEL (NONE, WARN, INFO, TRACE)
  * A new setting is a row here, its use, and its line in the user guide. */
 #ifndef HIDET_NCCL_CORE_BASE_SETTINGS_LIST_H_
 #define HIDET_NCCL_CORE_BASE_SETTINGS_LIST_H_
@@ -23,6 +24,11 @@
       "directory every rank sees, for the shared-file bootstrap") \
     X(JOB_KEY, "HIDET_NCCL_JOB_KEY", STRING, NULL, 0, 0, \
       "key unique to the job, for the shared-file bootstrap (else from Slurm's ids)") \
+    X(JOB_SECRET_FILE, "HIDET_NCCL_JOB_SECRET_FILE", STRING, NULL, 0, 0, \
+      "file holding the job's secret (16 .. 4096 bytes, the user's own, readable by nobody else): the ranks of a" \
+      " rendezvous prove they hold it (HMAC-SHA-256)") \
+    X(JOB_SECRET, "HIDET_NCCL_JOB_SECRET", SECRET, NULL, 0, 0, \
+      "the job's secret itself (at least 16 characters), when no secret file is set; hidet-nccl-run sets one") \
     X(POLL_MAX_MS, "HIDET_NCCL_POLL_MAX_MS", INT, "5", 1, 60000, \
       "longest pause, in ms, between two looks at a rendezvous file") \
     X(LIBRARY, "HIDET_NCCL_LIBRARY", STRING, NULL, 0, 0, \

@@ -161,6 +161,9 @@ static int start_helper(job_t *j) {
 
 hidet_nccl_status_t hidet_nccl__blocking_call(const hn_blocking_call_t *call, void *arg, size_t arg_size, int device,
                                               double timeout_s, const char *what, ncclResult_t *result) {
+    if (!(timeout_s > 0 && timeout_s <= HN_TIMEOUT_MAX_S)) /* NaN too: the deadline's arithmetic needs a number */
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: the deadline %g s is not in (0, %g]", what, timeout_s,
+                       HN_TIMEOUT_MAX_S);
     job_t *j = calloc(1, sizeof *j + arg_size);
     if (j == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %s", what);
     j->call = *call;

@@ -129,11 +129,12 @@ hidet_nccl_status_t hidet_nccl_bootstrap_destroy(hidet_nccl_bootstrap_h bs);
 hidet_nccl_status_t hidet_nccl_bootstrap_name(hidet_nccl_bootstrap_h bs, const char **name);
 hidet_nccl_status_t hidet_nccl_bootstrap_rank(hidet_nccl_bootstrap_h bs, int *rank, int *size);
 hidet_nccl_status_t hidet_nccl_bootstrap_local_rank(hidet_nccl_bootstrap_h bs, int *local_rank, int *local_size);
-/* The backend's broadcast with the next sequence number and $HIDET_NCCL_TIMEOUT (or
- * timeout_s if > 0). */
+/* The backend's broadcast with the next sequence number, against timeout_s seconds (0:
+ * $HIDET_NCCL_TIMEOUT's; negative, NaN, infinite or past 1e7: INVALID_ARGUMENT). */
 hidet_nccl_status_t hidet_nccl_bootstrap_broadcast(hidet_nccl_bootstrap_h bs, void *buf, size_t bytes, int root,
                                                    double timeout_s);
-/* The backend's allgather: recv (bytes * size) gets every rank's bytes in rank order. */
+/* The backend's allgather: recv (bytes * size) gets every rank's bytes in rank order; timeout_s
+ * as broadcast's. */
 hidet_nccl_status_t hidet_nccl_bootstrap_allgather(hidet_nccl_bootstrap_h bs, const void *send, void *recv,
                                                    size_t bytes, double timeout_s);
 
@@ -203,8 +204,12 @@ hidet_nccl_status_t hidet_nccl_bootstrap_pmix(hidet_nccl_bootstrap_h *out);
  * the port, every other rank connects to the address and stays connected for the bootstrap's
  * life. Messages are versioned, length-checked and checksummed and carry the job key; a
  * connection that is not a rank of this job is dropped and logged (HIDET_NCCL_DEBUG=WARN),
- * never trusted. Protocol: docs/bootstrap_socket.md. Fields left NULL or -1 come from the
- * environment:
+ * never trusted, and floods of connections cannot keep a rank out. With a job secret
+ * ($HIDET_NCCL_JOB_SECRET_FILE or $HIDET_NCCL_JOB_SECRET, the same on every rank; hidet-nccl-run
+ * makes one) a rank is admitted only when it proves it holds it, and rank 0 proves it back;
+ * without one, rank 0 warns that whoever knows the key can join. Protocol and what a stranger
+ * can do: docs/bootstrap_socket.md. Fields left NULL or -1 come from the environment (another
+ * negative rank or size is an error):
  *   master_addr, master_port: $MASTER_ADDR, $MASTER_PORT (hidet-nccl-run --master-addr/--master-port,
  *                torchrun)
  *   job_key:     $HIDET_NCCL_JOB_KEY, else "socket-<port>" (jobs that share an address and port at

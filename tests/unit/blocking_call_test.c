@@ -2,6 +2,7 @@
  * return at once, fail, or outlast the deadline: results and arguments come back, a call
  * past the deadline is a timeout at the deadline (not when the call ends), and the call's
  * `late` hook runs on the helper when it finally returns. */
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -45,6 +46,19 @@ static void test_returns_in_time(void) {
     CU_ASSERT_EQUAL(r, ncclSuccess);
     CU_ASSERT_EQUAL(j.out, 42); /* the helper's copy came back */
     CU_ASSERT_EQUAL(atomic_load(&g_late_calls), 0);
+}
+
+/* A deadline that is no number of seconds is refused before any thread is asked (an infinite
+ * or NaN one made the deadline's arithmetic wait forever). */
+static void test_bad_deadlines(void) {
+    const double bad[] = {INFINITY, NAN, -1.0, 0.0, 1e300};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        job_t j = {1, 0, 0, ncclSuccess, 0};
+        ncclResult_t r = ncclSuccess;
+        HN_ASSERT_STATUS(hidet_nccl__blocking_call(&k_call, &j, sizeof j, -1, bad[i], "a call", &r),
+                         HIDET_NCCL_ERROR_INVALID_ARGUMENT, "a call: the deadline");
+        CU_ASSERT_EQUAL(j.out, 0); /* never run */
+    }
 }
 
 static void test_nccl_error_comes_back(void) {
@@ -133,6 +147,7 @@ int main(void) {
     static const hn_test_t tests[] = {
         {"a call that returns in time gives its result and arguments back", test_returns_in_time},
         {"an NCCL error of the call is its result", test_nccl_error_comes_back},
+        {"a deadline that is not a number of seconds is refused", test_bad_deadlines},
         {"past the deadline: a timeout at the deadline, the late hook when the call returns", test_deadline},
         {"200 calls in a row", test_many_at_once},
         {"one helper kept between calls; a fork's child makes its own", test_kept_helper},
