@@ -90,6 +90,17 @@ static int lib_all_to_all(void *p) {
     return hidet_nccl_all_to_all(((ctx_t *)p)->id, g_buf, g_buf + 8192, 256, HIDET_NCCL_FLOAT32, STREAM);
 }
 static int lib_send(void *p) { return hidet_nccl_send(((ctx_t *)p)->id, g_buf, 256, HIDET_NCCL_FLOAT32, 1, STREAM); }
+/* nccl-tests' sendrecv on one rank: a send to itself and its receive, in one group. */
+static int lib_self_pair(void *p) {
+    int id = ((ctx_t *)p)->id;
+    int r = hidet_nccl_group_start();
+    r |= hidet_nccl_send(id, g_buf, 256, HIDET_NCCL_FLOAT32, 0, STREAM);
+    r |= hidet_nccl_recv(id, g_buf + 4096, 256, HIDET_NCCL_FLOAT32, 0, STREAM);
+    return r | hidet_nccl_group_end();
+}
+static int lib_scatter(void *p) {
+    return hidet_nccl_scatter(((ctx_t *)p)->id, g_buf, g_buf + 8192, 256, HIDET_NCCL_FLOAT32, 0, STREAM);
+}
 
 typedef ncclResult_t (*all_reduce_t)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                      cudaStream_t);
@@ -101,6 +112,9 @@ static broadcast_t g_bc;
 static all_gather_t g_ag, g_a2a;
 static all_reduce_t g_rs; /* ncclReduceScatter has all_reduce's signature */
 static send_t g_send;
+static send_t g_recv; /* the same shape, with a void * buffer */
+static ncclResult_t (*g_group_start)(void), (*g_group_end)(void);
+static broadcast_t g_scatter;
 
 static int raw_all_reduce(void *p) { return g_ar(g_buf, g_buf + 4096, 256, ncclBfloat16, ncclSum, ((ctx_t *)p)->comm, STREAM); }
 static int raw_broadcast(void *p) { return g_bc(g_buf, g_buf + 4096, 256, ncclUint64, 1, ((ctx_t *)p)->comm, STREAM); }
@@ -119,6 +133,14 @@ static int raw_all_reduce_mem(void *p) {
     return g_ar(g_mem, g_mem + 4096, 256, ncclBfloat16, ncclSum, ((ctx_t *)p)->comm, STREAM);
 }
 static int raw_send(void *p) { return g_send(g_buf, 256, ncclUint32, 1, ((ctx_t *)p)->comm, STREAM); }
+static int raw_self_pair(void *p) {
+    ncclComm_t comm = ((ctx_t *)p)->comm;
+    int r = g_group_start();
+    r |= g_send(g_buf, 256, ncclUint32, 0, comm, STREAM);
+    r |= g_recv(g_buf + 4096, 256, ncclUint32, 0, comm, STREAM);
+    return r | g_group_end();
+}
+static int raw_scatter(void *p) { return g_scatter(g_buf, g_buf + 8192, 256, ncclUint32, 0, ((ctx_t *)p)->comm, STREAM); }
 
 int main(int argc, char **argv) {
     if (argc < 2) {
@@ -162,7 +184,12 @@ int main(int argc, char **argv) {
     g_rs = (all_reduce_t)dlsym(ctx.nccl, "ncclReduceScatter");
     g_a2a = (all_gather_t)dlsym(ctx.nccl, "ncclAlltoAll");
     g_send = (send_t)dlsym(ctx.nccl, "ncclSend");
-    if (!g_clear || !g_ar || !g_bc || !g_ag || !g_rs || !g_a2a || !g_send) {
+    g_recv = (send_t)dlsym(ctx.nccl, "ncclRecv");
+    g_group_start = (ncclResult_t(*)(void))dlsym(ctx.nccl, "ncclGroupStart");
+    g_group_end = (ncclResult_t(*)(void))dlsym(ctx.nccl, "ncclGroupEnd");
+    g_scatter = (broadcast_t)dlsym(ctx.nccl, "ncclScatter");
+    if (!g_clear || !g_ar || !g_bc || !g_ag || !g_rs || !g_a2a || !g_send || !g_recv || !g_group_start ||
+        !g_group_end || !g_scatter) {
         fprintf(stderr, "%s is not the stand-in for NCCL 2.28\n", argv[1]);
         return 1;
     }
@@ -176,6 +203,8 @@ int main(int argc, char **argv) {
         {"reduce_scatter (float32 sum)", lib_reduce_scatter, raw_reduce_scatter},
         {"all_to_all (float32)", lib_all_to_all, raw_all_to_all},
         {"send (float32)", lib_send, raw_send},
+        {"scatter (float32, root)", lib_scatter, raw_scatter},
+        {"self send/recv pair, grouped", lib_self_pair, raw_self_pair},
     };
     printf("# host time per call into a stand-in NCCL that only logs (median of 5 x %ld calls), 4 ranks%s\n", calls,
            g_cold ? "; caches cold (4 MiB read between calls, untimed)" : "");

@@ -1,12 +1,18 @@
 /* ncclGroupStart/End for the calling thread, and the communicators used inside a group. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/base/status_int.h"
 #include "core/comm/group_int.h"
 #include "core/comm/registry_int.h"
 #include "core/comm/wait_int.h"
 
+#define INLINE_TRACKED 16
+
 static _Thread_local int t_depth;
+/* The communicators used in the group: in the thread's own array, spilling to the heap past
+ * INLINE_TRACKED (a group of a few calls allocates nothing). */
+static _Thread_local ncclComm_t t_inline[INLINE_TRACKED];
 static _Thread_local ncclComm_t *t_tracked;
 static _Thread_local int t_ntracked, t_captracked;
 
@@ -63,12 +69,18 @@ static hidet_nccl_status_t finish_splits(const hn_nccl_t *n, hidet_nccl_status_t
 int hidet_nccl__group_depth(void) { return t_depth; }
 
 hidet_nccl_status_t hidet_nccl__group_track(ncclComm_t comm) {
+    if (t_tracked == NULL) {
+        t_tracked = t_inline;
+        t_captracked = INLINE_TRACKED;
+    }
     for (int i = 0; i < t_ntracked; i++)
         if (t_tracked[i] == comm) return HIDET_NCCL_SUCCESS;
     if (t_ntracked == t_captracked) {
-        int cap = t_captracked ? 2 * t_captracked : 16;
-        ncclComm_t *p = realloc(t_tracked, (size_t)cap * sizeof *p);
+        int cap = 2 * t_captracked;
+        ncclComm_t *p = malloc((size_t)cap * sizeof *p);
         if (p == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory tracking %d communicators", cap);
+        memcpy(p, t_tracked, (size_t)t_ntracked * sizeof *p);
+        if (t_tracked != t_inline) free(t_tracked);
         t_tracked = p;
         t_captracked = cap;
     }
@@ -102,13 +114,16 @@ hidet_nccl_status_t hidet_nccl_group_end(void) {
     double timeout = 0; /* read below; finish_splits awaits only after a success */
     if (r != ncclSuccess && r != ncclInProgress) {
         st = hidet_nccl__nccl_fail(__func__, "ncclGroupEnd", r, NULL);
-    } else {
+    } else if (r == ncclInProgress || t_splits != NULL) {
+        /* Non-blocking communicators are still enqueuing: wait for them against the deadline.
+         * ncclSuccess means every operation is enqueued (blocking ones always are): nothing to
+         * wait for, as with raw NCCL (a collective outside a group asks no more either). */
         st = hidet_nccl__timeout_seconds(&timeout);
-        if (st == HIDET_NCCL_SUCCESS)
+        if (st == HIDET_NCCL_SUCCESS && r == ncclInProgress)
             st = hidet_nccl__await(n, t_tracked, t_ntracked, timeout, 0, "the group's NCCL operations");
     }
-    st = finish_splits(n, st, timeout);
-    free(t_tracked);
+    if (t_splits != NULL) st = finish_splits(n, st, timeout);
+    if (t_tracked != t_inline) free(t_tracked);
     t_tracked = NULL;
     t_ntracked = t_captracked = 0;
     return st;

@@ -10,7 +10,9 @@ import os
 import pathlib
 import sys
 import tempfile
+import types
 import unittest
+from unittest import mock
 
 SO, FAKE = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2])
 os.environ["HIDET_NCCL_SO"] = SO
@@ -125,6 +127,26 @@ class Binding(FakeNcclCase):
         COMM.reduce_scatter(DLPackArray(0x3000, (8,), 4, 16), out=DLPackArray(0x4000, (2,), 4, 16), op="max")
         c = self.only("ncclReduceScatter")
         self.assertEqual((c.count, c.type), (2, NCCL_BFLOAT16))
+
+    def test_wait_and_barrier_default_to_the_collectives_stream(self):
+        """A bare wait() covers what a bare collective on a torch tensor queued: torch's current
+        stream when torch is in use (it is looked for, never imported), else stream 0."""
+        current = types.SimpleNamespace(cuda_stream=0x5150)
+        fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True,
+                                                                      current_stream=lambda *a: current))
+        seen = []
+        with mock.patch.dict(sys.modules, {"torch": fake_torch}), \
+                mock.patch.object(hn, "call", lambda *a: seen.append(a)):
+            COMM.wait()
+            COMM.barrier()
+            COMM.wait(stream=0x77)
+        self.assertEqual([a[2] for a in seen], [0x5150, 0x5150, 0x77])
+        seen.clear()
+        with mock.patch.dict(sys.modules), mock.patch.object(hn, "call", lambda *a: seen.append(a)):
+            sys.modules.pop("torch", None)
+            COMM.wait()
+            self.assertNotIn("torch", sys.modules)
+        self.assertEqual(seen[0][2], 0)
 
     def test_group_and_point_to_point(self):
         with hn.group():

@@ -193,7 +193,7 @@ static void test_in_place_rules(void) {
     HN_ASSERT_STATUS(hidet_nccl_reduce_scatter(g_id, b, b, 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, STREAM),
                      HIDET_NCCL_ERROR_INVALID_ARGUMENT, "in place is recvbuff == sendbuff + rank * recvcount");
     HN_ASSERT_STATUS(hidet_nccl_all_to_all(g_id, b, b + 32, 4, HIDET_NCCL_FLOAT32, STREAM),
-                     HIDET_NCCL_ERROR_INVALID_ARGUMENT, "all_to_all has no in-place form");
+                     HIDET_NCCL_ERROR_INVALID_ARGUMENT, "overlaps");
     HN_ASSERT_STATUS(hidet_nccl_all_to_all(g_id, b, b + 64, 4, HIDET_NCCL_FLOAT32, STREAM), HIDET_NCCL_SUCCESS, NULL);
     HN_ASSERT_STATUS(hidet_nccl_broadcast(g_root_id, b, b + 4, 4, HIDET_NCCL_FLOAT32, 0, STREAM),
                      HIDET_NCCL_ERROR_INVALID_ARGUMENT, "in place is sendbuff == recvbuff");
@@ -268,6 +268,18 @@ static void check_grouped_forms(int grouped) {
         for (int i = 1; i < n - 1; i++)
             found |= strcmp(c[i].fn, "ncclSend") == 0 && c[i].send == b + 16 * j && c[i].rank == j;
         CU_ASSERT(found);
+    }
+    /* all_to_all in place: ncclAlltoAll takes it; grouped send/recv cannot, and says why. */
+    g_clear();
+    hidet_nccl_status_t st = hidet_nccl_all_to_all(g_id, b, b, 4, HIDET_NCCL_FLOAT32, STREAM);
+    if (grouped) {
+        HN_ASSERT_STATUS(st, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "needs NCCL's own ncclAlltoAll");
+        calls(&n);
+        CU_ASSERT_EQUAL(n, 0);
+    } else {
+        HN_ASSERT_STATUS(st, HIDET_NCCL_SUCCESS, NULL);
+        c = only_call("ncclAlltoAll");
+        if (c) CU_ASSERT(c->send == b && c->recv == b);
     }
     CU_ASSERT_EQUAL(group_depth(), 0);
 }

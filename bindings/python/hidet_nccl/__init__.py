@@ -11,6 +11,7 @@ library's message. The guide: docs/python.md.
 import contextlib
 import ctypes
 import os
+import sys
 
 from . import _check
 from ._arrays import DTYPES, OPS, dtype_from_dlpack, dtype_from_torch, dtype_from_typestr, view
@@ -145,6 +146,19 @@ def _stream(s):
                         "stream)" % (s,)) from None
 
 
+def _default_stream(stream):
+    """The stream a call that takes no array means when none is given: the one collectives on
+    torch tensors default to (torch's current stream) when the program uses torch, else CUDA's
+    legacy default stream 0. torch is looked for, never imported (importing it takes seconds)."""
+    s = _stream(stream)
+    if s is not None:
+        return s
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return _check.pointer("torch's current stream", torch.cuda.current_stream().cuda_stream)
+    return 0
+
+
 class Op:
     """A scaled sum (Communicator.premul_sum); use it as `op` of all_reduce, reduce and
     reduce_scatter of its communicator and dtype; destroy() (or a with-block) frees it."""
@@ -235,8 +249,9 @@ class Communicator:
         call("hidet_nccl_comm_check", self.id)
 
     def wait(self, stream=None, timeout_s=0.0):
-        """Waits from the host for the work on `stream`, up to timeout_s (0: $HIDET_NCCL_TIMEOUT)."""
-        call("hidet_nccl_comm_wait", self.id, _stream(stream) or 0, _check.real("timeout_s", timeout_s))
+        """Waits from the host for the work on `stream` (None: the stream collectives default to:
+        torch's current stream when torch is in use, else 0), up to timeout_s (0: $HIDET_NCCL_TIMEOUT)."""
+        call("hidet_nccl_comm_wait", self.id, _default_stream(stream), _check.real("timeout_s", timeout_s))
 
     def __enter__(self):
         return self
@@ -310,14 +325,7 @@ class Communicator:
 
     def barrier(self, stream=None):
         """Stream-ordered: work queued after it starts once every rank has reached it."""
-        s = _stream(stream)
-        if s is None:
-            try:
-                import torch
-                s = torch.cuda.current_stream().cuda_stream
-            except ImportError:
-                s = 0
-        call("hidet_nccl_barrier", self.id, s)
+        call("hidet_nccl_barrier", self.id, _default_stream(stream))
 
     def premul_sum(self, dtype, scalar):
         """A scaled sum for `dtype` (a hidet name, or an array whose dtype to take): scalar is a
