@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/random.h>
@@ -34,6 +35,13 @@ static hidet_nccl_status_t resolve_place(const hidet_nccl_socket_bootstrap_param
         if (bad_port != NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", bad_port);
         port = -1;
         if (hidet_nccl__setting_is_set(HN_SETTING_MASTER_PORT)) hidet_nccl__setting_int(HN_SETTING_MASTER_PORT, &port);
+        /* torchrun's agent already serves its own store on MASTER_PORT: meet on the next port,
+         * the same on every rank and node (open both in a firewall). */
+        const char *agent = hidet_nccl__setting_str(HN_SETTING_TORCHELASTIC_USE_AGENT_STORE);
+        if (port > 0 && port < 65535 && agent != NULL && strcasecmp(agent, "true") == 0) {
+            HN_INFO("socket rendezvous: torchrun's agent holds MASTER_PORT %d; meeting on port %d", port, port + 1);
+            port++;
+        }
     }
     if (addr == NULL)
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT,

@@ -59,6 +59,9 @@
       "set by a PMIx launcher (mpirun, srun --mpi=pmix): the PMIx bootstrap is chosen") \
     X(MASTER_ADDR, "MASTER_ADDR", STRING, NULL, 0, 0, \
       "host of rank 0 for the socket rendezvous (hidet-nccl-run --master-addr, torchrun)") \
+    X(TORCHELASTIC_USE_AGENT_STORE, "TORCHELASTIC_USE_AGENT_STORE", STRING, NULL, 0, 0, \
+      "set to True by torchrun when its agent serves a store on MASTER_PORT: the socket rendezvous meets on" \
+      " MASTER_PORT + 1") \
     X(MASTER_PORT, "MASTER_PORT", INT, NULL, 1, 65535, \
       "port rank 0 listens on for the socket rendezvous") \
     X(RANKS_PER_ROOT, "HIDET_NCCL_RANKS_PER_ROOT", INT, "128", 1, 1 << 30, \

@@ -12,9 +12,6 @@ if os.environ.get("FAKE_NODES_FROM_LOCAL_RANK"):  # torchrun with all ranks on o
     os.environ["NCCL_HOSTID"] = "fakenode" + os.environ.get("LOCAL_RANK", "0")
     os.environ["CUDA_VISIBLE_DEVICES"] = "0"
 
-if os.environ.get("TORCHELASTIC_RUN_ID") and os.environ.get("MASTER_PORT"):  # torchrun's agent holds that port
-    os.environ["MASTER_PORT"] = str(int(os.environ["MASTER_PORT"]) + 1)
-
 import torch  # noqa: E402
 
 import hidet_nccl  # noqa: E402

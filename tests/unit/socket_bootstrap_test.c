@@ -211,6 +211,58 @@ static void test_from_environment(void) {
     hidet_nccl_settings_reload();
 }
 
+/* Under torchrun, whose agent serves its own store on MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True):
+ * the ranks meet on the next port, with nothing moved by hand. */
+static int torchrun_rank(int rank) {
+    char r[8];
+    snprintf(r, sizeof r, "%d", rank);
+    setenv("RANK", r, 1);
+    hidet_nccl_settings_reload();
+    hidet_nccl_bootstrap_h bs = NULL;
+    ncclUniqueId id;
+    memset(&id, rank ? 0 : 7, sizeof id);
+    if (hidet_nccl_bootstrap_from_env(&bs) != HIDET_NCCL_SUCCESS ||
+        hidet_nccl_bootstrap_broadcast(bs, &id, sizeof id, 0, 20) != HIDET_NCCL_SUCCESS) {
+        fprintf(stderr, "rank %d: %s\n", rank, hidet_nccl_last_error());
+        return 1;
+    }
+    hidet_nccl_bootstrap_destroy(bs);
+    return ((unsigned char *)&id)[5] == 7 ? 0 : 1;
+}
+
+static void test_under_torchrun(void) {
+    int port = free_port();
+    int agent = socket(AF_INET, SOCK_STREAM, 0); /* torchrun's store, on MASTER_PORT */
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY), .sin_port = htons(port)};
+    CU_ASSERT_FATAL(bind(agent, (struct sockaddr *)&a, sizeof a) == 0 && listen(agent, 4) == 0);
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", ps, 1);
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("HIDET_NCCL_TIMEOUT", "20", 1);
+    unsetenv("HIDET_NCCL_RENDEZVOUS_DIR");
+    setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
+    fflush(NULL);
+    pid_t pids[2];
+    for (int r = 0; r < 2; r++)
+        if ((pids[r] = fork()) == 0) _exit(torchrun_rank(r));
+    CU_ASSERT(wait_ok(pids[0]));
+    CU_ASSERT(wait_ok(pids[1]));
+    unsetenv("TORCHELASTIC_USE_AGENT_STORE"); /* another launcher holding the port: a clear error */
+    setenv("RANK", "0", 1);
+    setenv("HIDET_NCCL_TIMEOUT", "2", 1);
+    hidet_nccl_settings_reload();
+    hidet_nccl_bootstrap_h bs = NULL;
+    char needle[64];
+    snprintf(needle, sizeof needle, "port %d on this host is in use", port);
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_from_env(&bs), HIDET_NCCL_ERROR_BOOTSTRAP, needle);
+    close(agent);
+    const char *vars[] = {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "HIDET_NCCL_TIMEOUT"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+    hidet_nccl_settings_reload();
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     static const hn_test_t tests[] = {
@@ -221,6 +273,7 @@ int main(void) {
         {"errors before the deadline", test_errors_before_the_deadline},
         {"one rank twice", test_rank_twice},
         {"from the environment", test_from_environment},
+        {"under torchrun, whose agent holds MASTER_PORT", test_under_torchrun},
         {NULL, NULL},
     };
     return hn_run_tests("socket_bootstrap", tests);
