@@ -1,10 +1,92 @@
-/* Reading one flight recorder dump (JSON lines, docs/flight_recorder.md) with jansson. */
+/* Reading flight recorder dumps (JSON lines, docs/flight_recorder.md) with jansson: one file,
+ * or every dump of a directory; and printing what they hold, escaped. */
 #include "tools/trace_read.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hidet_nccl/hidet_nccl.h"
+
+#define MAX_FILE_BYTES (1LL << 30)
+
+/* --------------------------------------------------------------------------- printing */
+
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong form, no surrogate,
+ * nothing past U+10FFFF), or 0. */
+static size_t utf8_length(const unsigned char *p) {
+    unsigned char c = p[0];
+    if (c < 0x80) return 1;
+    size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80; /* the second byte's range */
+    unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    if (n == 0 || p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf) return 0;
+    return n;
+}
+
+/* Code points a terminal acts on or that reorder what is shown: C1 controls (U+0080 .. U+009F,
+ * 0x9b is CSI to some terminals) and the bidirectional overrides and isolates (U+202A .. U+202E,
+ * U+2066 .. U+2069), which can make a line read other than it is. */
+static int is_unicode_control(const unsigned char *p, size_t n) {
+    if (n == 2) return p[0] == 0xc2 && p[1] < 0xa0;
+    if (n == 3 && p[0] == 0xe2 && p[1] == 0x80) return p[2] >= 0xaa && p[2] <= 0xae;
+    if (n == 3 && p[0] == 0xe2 && p[1] == 0x81) return p[2] >= 0xa6 && p[2] <= 0xa9;
+    return 0;
+}
+
+static unsigned code_point(const unsigned char *p, size_t n) {
+    return n == 2 ? (unsigned)(p[0] & 0x1f) << 6 | (p[1] & 0x3f)
+                  : (unsigned)(p[0] & 0x0f) << 12 | (unsigned)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+}
+
+/* Writes s escaped: a control character (C0, DEL) or a byte that is not UTF-8 as \xNN, a
+ * Unicode control as \uNNNN, a backslash as \\ (so an escape in the output always is one);
+ * everything else as it is. Every string hidet-nccl-trace prints passes here: a dump's strings
+ * and the names of its files are anyone's, and "\u001b[2J" in a host name must not clear the
+ * reader's terminal. */
+static void put_escaped(FILE *out, const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0';) {
+        size_t n = utf8_length(p);
+        if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f))) {
+            fprintf(out, "\\x%02x", *p);
+            n = 1;
+        } else if (n == 1 && *p == '\\') {
+            fputs("\\\\", out);
+        } else if (is_unicode_control(p, n)) {
+            fprintf(out, "\\u%04x", code_point(p, n));
+        } else {
+            fwrite(p, 1, n, out);
+        }
+        p += n;
+    }
+}
+
+void tr_say(FILE *out, const char *fmt, ...) {
+    char small[1024], *text = small;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) small[0] = '\0';
+    if (n >= (int)sizeof small && (text = malloc((size_t)n + 1)) != NULL) {
+        va_start(ap, fmt);
+        vsnprintf(text, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    put_escaped(out, text != NULL ? text : small); /* out of memory: the first 1023 bytes */
+    fputc('\n', out);
+    if (text != small) free(text);
+}
+
+/* ---------------------------------------------------------------------- one dump */
 
 typedef struct {
     char *err;
@@ -135,7 +217,8 @@ static int read_line(ctx_t *c, const char *line, size_t len, tr_dump_t *d, size_
     char type[16];
     if (!json_is_object(o)) r = fail(c, "not a JSON object");
     else if (get_str(c, o, "type", type, sizeof type)) r = -1;
-    else if (c->line == 1) r = strcmp(type, "header") ? fail(c, "the first line is not the header") : read_header(c, o, d);
+    else if (c->line == 1)
+        r = strcmp(type, "header") ? fail(c, "the first line is not the header") : read_header(c, o, d);
     else if (strcmp(type, "comm") == 0) r = read_comm(c, o, d);
     else if (strcmp(type, "op") == 0) r = read_op(c, o, d, total);
     else if (strcmp(type, "header") == 0) r = fail(c, "a second header");
@@ -184,4 +267,89 @@ void tr_free(tr_set_t *set) {
     free(set->dumps);
     set->dumps = NULL;
     set->ndumps = 0;
+}
+
+/* ------------------------------------------------------------- files and directories */
+
+/* Reads one file (a regular file, not through a symbolic link, at most 1 GiB; O_NONBLOCK: a
+ * FIFO is refused, not waited on); a refusal is said on err and counted. */
+static void read_one(tr_set_t *set, int dirfd, const char *name, const char *shown, FILE *err, int *refused) {
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
+    char why[512];
+    FILE *f = NULL;
+    if (fd < 0 || fstat(fd, &st) != 0) snprintf(why, sizeof why, "%s: %s", shown, strerror(errno));
+    else if (!S_ISREG(st.st_mode)) snprintf(why, sizeof why, "%s: not a regular file", shown);
+    else if (st.st_size > MAX_FILE_BYTES)
+        snprintf(why, sizeof why, "%s: %lld bytes, larger than 1 GiB", shown, (long long)st.st_size);
+    else if ((f = fdopen(fd, "r")) == NULL) snprintf(why, sizeof why, "%s: %s", shown, strerror(errno));
+    else if (tr_read_file(set, f, shown, why, sizeof why) == 0) why[0] = '\0';
+    if (f != NULL) fclose(f);
+    else if (fd >= 0) close(fd);
+    if (why[0] != '\0') {
+        tr_say(err, "hidet-nccl-trace: %s (skipped)", why);
+        ++*refused;
+    }
+}
+
+static int is_dump_name(const char *n) {
+    size_t len = strlen(n), pre = strlen(HIDET_NCCL_TRACE_FILE_PREFIX), suf = strlen(HIDET_NCCL_TRACE_FILE_SUFFIX);
+    return len > pre + suf && strncmp(n, HIDET_NCCL_TRACE_FILE_PREFIX, pre) == 0 &&
+           strcmp(n + len - suf, HIDET_NCCL_TRACE_FILE_SUFFIX) == 0;
+}
+
+static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The names of the dumps in d, sorted, into *names (malloc'ed, each too; NULL when none). -1
+ * on running out of memory (said on err; what was listed is freed). */
+static long list_dumps(DIR *d, const char *dir, FILE *err, char ***names) {
+    size_t n = 0;
+    *names = NULL;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (!is_dump_name(e->d_name)) continue;
+        char **grown = realloc(*names, (n + 1) * sizeof **names);
+        if (grown != NULL) *names = grown;
+        if (grown == NULL || ((*names)[n] = strdup(e->d_name)) == NULL) {
+            tr_say(err, "hidet-nccl-trace: %s: out of memory listing its dumps (%zu so far)", dir, n);
+            while (n > 0) free((*names)[--n]);
+            free(*names);
+            *names = NULL;
+            return -1;
+        }
+        n++;
+    }
+    if (n > 1) qsort(*names, n, sizeof **names, compare_names); /* none: no array at all, and qsort wants one */
+    return (long)n;
+}
+
+/* Every dump in dir, in name order: how many there were, or -1. */
+static long read_dir(tr_set_t *set, const char *dir, FILE *err, int *refused) {
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (d == NULL) {
+        tr_say(err, "hidet-nccl-trace: %s: %s", dir, strerror(errno));
+        if (dfd >= 0) close(dfd);
+        return -1;
+    }
+    char **names;
+    long n = list_dumps(d, dir, err, &names);
+    for (long i = 0; i < n; i++) {
+        char shown[4352];
+        snprintf(shown, sizeof shown, "%s/%s", dir, names[i]);
+        read_one(set, dirfd(d), names[i], shown, err, refused);
+        free(names[i]);
+    }
+    free(names);
+    closedir(d);
+    if (n == 0)
+        tr_say(err, "hidet-nccl-trace: %s holds no dump (no %s*%s file)", dir, HIDET_NCCL_TRACE_FILE_PREFIX,
+               HIDET_NCCL_TRACE_FILE_SUFFIX);
+    return n;
+}
+
+long tr_read_path(tr_set_t *set, const char *path, FILE *err, int *refused) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return read_dir(set, path, err, refused);
+    read_one(set, AT_FDCWD, path, path, err, refused);
+    return 1;
 }

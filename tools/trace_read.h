@@ -47,10 +47,23 @@ typedef struct {
 /* Reads one dump from f (name for messages) into set. 0, or -1 with err set and nothing of
  * the file kept. */
 int tr_read_file(tr_set_t *set, FILE *f, const char *name, char *err, size_t err_size);
+/* Reads the dumps path names: a directory's hidet-nccl-trace.*.jsonl files in name order, or
+ * the one file. Each file is opened without following a symbolic link or waiting (a FIFO is
+ * refused, not waited on), must be a regular file of at most 1 GiB, and is read by
+ * tr_read_file; a refused one is said on err ("hidet-nccl-trace: <why> (skipped)") and counted
+ * in *refused. Returns the dump files found (1 for a file; a directory with none is said on
+ * err), or -1 if the directory cannot be read (said on err). */
+long tr_read_path(tr_set_t *set, const char *path, FILE *err, int *refused);
 void tr_free(tr_set_t *set);
 
 /* Writes the verdict (one line), then the detail, to out. 1 if it found something wrong
  * (ranks disagree, a rank behind, a rank missing, work not completed), else 0. */
 int tr_report(const tr_set_t *set, FILE *out);
+
+/* Prints one line to out: the formatted text with every control character, Unicode control
+ * (C1, bidirectional overrides) and byte that is not UTF-8 escaped (\xNN, \uNNNN) and a
+ * backslash doubled, then a newline. What the tool prints passes here: dumps and file names
+ * are untrusted, and a terminal acts on what they may hold. */
+void tr_say(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -198,18 +198,20 @@ static int judge(const group_t *g, char *line, size_t size) {
     return judge_last(g, ahead, line, size);
 }
 
+/* Every line through tr_say: hosts, reasons, states, tags and file names come from the dumps. */
 static void detail(const group_t *g, const char *verdict, FILE *out) {
-    fprintf(out, "\ncommunicator %s (%d ranks, dumps of %zu): %s\n", g->key, g->nranks, g->n, verdict);
+    fputc('\n', out);
+    tr_say(out, "communicator %s (%d ranks, dumps of %zu): %s", g->key, g->nranks, g->n, verdict);
     for (size_t i = 0; i < g->n; i++) {
         const member_t *m = &g->m[i];
-        fprintf(out, "  rank %d  %s pid %ld  id %d  %s%s%s  next seq %" PRIu64 "  (%s: %s)\n", rank_of(m),
-                m->dump->host, m->dump->pid, m->comm->id, m->comm->state, m->comm->why[0] ? ": " : "", m->comm->why,
-                m->comm->next_seq, m->dump->name, m->dump->reason);
+        tr_say(out, "  rank %d  %s pid %ld  id %d  %s%s%s  next seq %" PRIu64 "  (%s: %s)", rank_of(m), m->dump->host,
+               m->dump->pid, m->comm->id, m->comm->state, m->comm->why[0] ? ": " : "", m->comm->why,
+               m->comm->next_seq, m->dump->name, m->dump->reason);
         size_t from = m->comm->nops > TAIL ? m->comm->nops - TAIL : 0;
         for (size_t k = from; k < m->comm->nops; k++) {
             char d[160];
             describe(&m->comm->ops[k], d, sizeof d);
-            fprintf(out, "    seq %" PRIu64 "  %s\n", m->comm->ops[k].seq, d);
+            tr_say(out, "    seq %" PRIu64 "  %s", m->comm->ops[k].seq, d);
         }
     }
 }
@@ -224,18 +226,21 @@ static group_t *group_all(const tr_set_t *set, size_t *ngroups) {
             int unknown = !strcmp(cm->key, "00000000");
             size_t k = 0;
             while (k < n && (strcmp(g[k].key, cm->key) || (unknown && g[k].id != cm->id))) k++;
-            if (k == n) {
+            member_t *members = realloc(k < n ? g[k].m : NULL, (k < n ? g[k].n + 1 : 1) * sizeof *members);
+            if (members == NULL) continue; /* out of memory: this member left out */
+            if (k == n) { /* a new group, made with its first member: judge reads m[0] */
                 group_t *grown = realloc(g, (n + 1) * sizeof *g);
-                if (grown == NULL) continue;
+                if (grown == NULL) {
+                    free(members);
+                    continue;
+                }
                 g = grown;
                 memset(&g[n], 0, sizeof g[n]);
                 memcpy(g[n].key, cm->key, sizeof g[n].key);
                 g[n].id = cm->id;
                 n++;
             }
-            member_t *grown = realloc(g[k].m, (g[k].n + 1) * sizeof *grown);
-            if (grown == NULL) continue;
-            g[k].m = grown;
+            g[k].m = members;
             g[k].m[g[k].n++] = (member_t){&set->dumps[d], cm};
             if (cm->nranks > g[k].nranks) g[k].nranks = cm->nranks;
         }
@@ -253,8 +258,8 @@ int tr_report(const tr_set_t *set, FILE *out) {
         int v = judge(&g[i], verdicts[i], sizeof verdicts[i]);
         if (v > worst) worst = v, worst_i = i;
     }
-    if (n == 0 || verdicts == NULL) fprintf(out, "no communicator in %zu dump(s)\n", set->ndumps);
-    else fprintf(out, "%s\n", verdicts[worst_i]);
+    if (n == 0 || verdicts == NULL) tr_say(out, "no communicator in %zu dump(s)", set->ndumps);
+    else tr_say(out, "%s", verdicts[worst_i]);
     for (size_t i = 0; verdicts && i < n; i++) detail(&g[i], verdicts[i], out);
     for (size_t i = 0; i < n; i++) free(g[i].m);
     free(g);

@@ -1,6 +1,7 @@
 /* The communicator registry: ids, ownership, checks on every use. */
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +15,13 @@
  * (comm_adopt) or as the seed's pool (set_comms, which replaces the pool). */
 typedef enum { KIND_OWNED, KIND_ADOPTED, KIND_POOL } kind_t;
 
+/* Kept small (72 bytes on LP64): a set_comms pool may hold millions. What few slots need (a reason,
+ * NCCL's knobs) lives outside it. */
 typedef struct {
     ncclComm_t comm;
+    hn_trace_t *trace; /* the flight recorder's ring, kept after death for dumps; NULL: none yet, or off */
+    char *why;         /* why a dead id is dead (NULL: destroyed), or why a failed one failed: see set_why */
+    hn_knobs_t *knobs; /* malloc'ed: NCCL's knobs it was made with, for its splits and shrinks (NULL: none) */
     kind_t kind;
     int live;
     int pending; /* reserved by a split inside a group; filled at group_end */
@@ -26,16 +32,42 @@ typedef struct {
     hidet_nccl_error_policy_t policy;
     uint32_t key;     /* the recorder's name of the communicator, the same on every rank */
     uint32_t children; /* splits and shrinks made of it: the ordinal in a child's key */
-    hn_trace_t *trace; /* the flight recorder's ring, kept after death for dumps; NULL: none yet, or off */
     int trace_tried;   /* the ring was made (or the recorder is off) at the first collective */
-    char why[160];     /* why a dead id is dead (empty: destroyed), or why a failed one failed */
-    hn_knobs_t knobs;  /* NCCL's knobs it was made with: its splits and shrinks are made with them too */
 } slot_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static slot_t *g_slots;
 static int g_count;    /* ids handed out */
 static int g_capacity;
+
+/* The reason every id of a replaced pool shares (a pool may be millions: no copy each), and the
+ * one a reason becomes when there is no memory to copy it. */
+static char k_replaced[] = "replaced by hidet_nccl_set_comms";
+static char k_no_memory[] = "(its reason was lost: out of memory)";
+
+static void free_why(slot_t *s) {
+    if (s->why != k_replaced && s->why != k_no_memory) free(s->why);
+    s->why = NULL;
+}
+
+/* A slot's reason: a copy of why (NULL or "": none), or k_replaced itself. */
+static void set_why(slot_t *s, const char *why) {
+    free_why(s);
+    if (why == NULL || why[0] == '\0') return;
+    s->why = why == k_replaced ? k_replaced : strdup(why);
+    if (s->why == NULL) s->why = k_no_memory;
+}
+
+static const char *why_of(const slot_t *s) { return s->why ? s->why : ""; }
+
+/* What a slot holds outside it, freed when the slot is dropped (finalize, a renumbering pool). */
+static void drop_slot(slot_t *s) {
+    hidet_nccl__trace_free(s->trace);
+    s->trace = NULL;
+    free_why(s);
+    free(s->knobs);
+    s->knobs = NULL;
+}
 
 static hidet_nccl_status_t check_id_locked(int id, int accept_failed) {
     if (id < 0)
@@ -50,7 +82,7 @@ static hidet_nccl_status_t check_id_locked(int id, int accept_failed) {
                        g_count - 1);
     if (!g_slots[id].live)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM, "communicator id %d was %s", id,
-                       g_slots[id].why[0] ? g_slots[id].why : "destroyed");
+                       g_slots[id].why ? g_slots[id].why : "destroyed");
     if (g_slots[id].pending)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
                        "communicator id %d is not ready: it comes from a split inside a group that has not ended "
@@ -59,7 +91,7 @@ static hidet_nccl_status_t check_id_locked(int id, int accept_failed) {
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_COMM,
                        "communicator id %d failed (%s): it takes no more collectives; the survivors make a new one "
                        "with hidet_nccl_comm_shrink (HIDET_NCCL_SHRINK_ABORT), and hidet_nccl_comm_destroy releases it",
-                       id, g_slots[id].why);
+                       id, why_of(&g_slots[id]));
     return HIDET_NCCL_SUCCESS;
 }
 
@@ -95,9 +127,8 @@ static hidet_nccl_status_t add_locked(ncclComm_t comm, kind_t kind, int nranks, 
                                  ? HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "the registry is full (%d ids)", g_count)
                                  : reserve_locked(g_count + 1);
     if (st == HIDET_NCCL_SUCCESS) {
-        g_slots[g_count] = (slot_t){comm, kind, 1, comm == NULL, nranks, 0, rank, HIDET_NCCL_ON_ERROR_RETURN, key, 0,
-                                    NULL, 0, "", {0}};
-        hidet_nccl__knobs_none(&g_slots[g_count].knobs);
+        g_slots[g_count] = (slot_t){.comm = comm, .kind = kind, .live = 1, .pending = comm == NULL, .nranks = nranks,
+                                    .rank = rank, .policy = HIDET_NCCL_ON_ERROR_RETURN, .key = key};
         *id = g_count++;
     }
     return st;
@@ -139,15 +170,28 @@ void hidet_nccl__registry_kill_stuck(int id, const char *call) {
 }
 
 void hidet_nccl__registry_set_knobs(int id, const hn_knobs_t *knobs) {
+    if (knobs == NULL) return;
+    hn_knobs_t *copy = malloc(sizeof *copy);
+    if (copy == NULL) {
+        HN_WARN("communicator id %d: out of memory keeping NCCL's knobs; its splits and shrinks are made without them",
+                id);
+        return;
+    }
+    *copy = *knobs;
     pthread_mutex_lock(&g_lock);
-    if (id >= 0 && id < g_count && knobs != NULL) g_slots[id].knobs = *knobs;
+    if (id >= 0 && id < g_count) {
+        free(g_slots[id].knobs);
+        g_slots[id].knobs = copy;
+        copy = NULL;
+    }
     pthread_mutex_unlock(&g_lock);
+    free(copy);
 }
 
 void hidet_nccl__registry_knobs(int id, hn_knobs_t *out) {
     hidet_nccl__knobs_none(out);
     pthread_mutex_lock(&g_lock);
-    if (id >= 0 && id < g_count) *out = g_slots[id].knobs;
+    if (id >= 0 && id < g_count && g_slots[id].knobs != NULL) *out = *g_slots[id].knobs;
     pthread_mutex_unlock(&g_lock);
 }
 
@@ -201,7 +245,7 @@ hidet_nccl_status_t hidet_nccl__registry_fail(int id, const char *why) {
     hidet_nccl_status_t st = check_id_locked(id, 1);
     if (st == HIDET_NCCL_SUCCESS && !g_slots[id].failed) {
         g_slots[id].failed = 1;
-        snprintf(g_slots[id].why, sizeof g_slots[id].why, "%s", why);
+        set_why(&g_slots[id], why);
     }
     pthread_mutex_unlock(&g_lock);
     return st;
@@ -217,7 +261,7 @@ hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_
         g_slots[id].live = 0;
         g_slots[id].failed = 0;
         g_slots[id].comm = NULL;
-        snprintf(g_slots[id].why, sizeof g_slots[id].why, "%s", why ? why : "");
+        set_why(&g_slots[id], why);
     }
     pthread_mutex_unlock(&g_lock);
     return st;
@@ -239,7 +283,7 @@ void hidet_nccl__registry_each_trace(hn_trace_visit_fn fn, void *arg) {
         if (s->trace == NULL) continue;
         const char *state = s->pending ? "pending" : !s->live ? "dead" : s->failed ? "failed" : "live";
         if (s->live && !s->pending && s->kind != KIND_OWNED) place_borrowed(s->trace, s->comm);
-        fn(arg, i, s->trace, state, s->live && !s->failed ? "" : s->why[0] ? s->why : "destroyed");
+        fn(arg, i, s->trace, state, s->live && !s->failed ? "" : s->why ? s->why : "destroyed");
     }
     pthread_mutex_unlock(&g_lock);
 }
@@ -277,7 +321,7 @@ hidet_nccl_status_t hidet_nccl__registry_take_all(hn_registered_t **slots, int *
     for (int i = 0; i < g_count; i++) {
         if (g_slots[i].live && !g_slots[i].pending)
             out[k++] = (hn_registered_t){i, g_slots[i].kind == KIND_OWNED, g_slots[i].failed, g_slots[i].comm};
-        hidet_nccl__trace_free(g_slots[i].trace);
+        drop_slot(&g_slots[i]);
     }
     free(g_slots);
     g_slots = NULL;
@@ -299,59 +343,132 @@ static const char *kind_name(kind_t k) {
     return k == KIND_OWNED ? "owned by the library" : k == KIND_ADOPTED ? "adopted" : "in the set_comms pool";
 }
 
-/* No NULL, and no communicator twice. */
-static hidet_nccl_status_t check_pool(int num_comms, ncclComm_t *comms) {
+/* A communicator of a set_comms pool and its position in the caller's array. */
+typedef struct {
+    ncclComm_t comm;
+    int at;
+} placed_t;
+
+static int compare_address(const void *a, const void *b) {
+    uintptr_t p = (uintptr_t)((const placed_t *)a)->comm, q = (uintptr_t)((const placed_t *)b)->comm;
+    return (p > q) - (p < q);
+}
+
+/* By address, then by position: the copies of one communicator end up side by side, earliest first. */
+static int compare_placed(const void *a, const void *b) {
+    int by_address = compare_address(a, b);
+    int p = ((const placed_t *)a)->at, q = ((const placed_t *)b)->at;
+    return by_address != 0 ? by_address : (p > q) - (p < q);
+}
+
+/* The pool sorted by address into *sorted (malloc'ed; NULL for an empty pool, whose comms may
+ * be NULL): neighbours then show a communicator given twice, in O(n log n) where comparing
+ * every pair took minutes for 2 million. */
+static hidet_nccl_status_t sort_pool(int num_comms, ncclComm_t *comms, placed_t **sorted) {
+    *sorted = NULL;
+    if (num_comms == 0) return HIDET_NCCL_SUCCESS;
+    placed_t *p = malloc((size_t)num_comms * sizeof *p);
+    if (p == NULL)
+        return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory sorting the %d communicators given to set_comms",
+                       num_comms);
+    for (int i = 0; i < num_comms; i++) p[i] = (placed_t){comms[i], i};
+    qsort(p, (size_t)num_comms, sizeof *p, compare_placed);
+    *sorted = p;
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* No communicator twice in the sorted pool. Of several, the pair named is the one a reader of
+ * the array meets first (the lowest second position), as the pairwise check named it. */
+static hidet_nccl_status_t check_no_duplicate(const placed_t *sorted, int num_comms) {
+    const placed_t *first = NULL, *second = NULL;
+    for (int k = 1; k < num_comms; k++) {
+        int second_copy = sorted[k].comm == sorted[k - 1].comm && (k == 1 || sorted[k - 2].comm != sorted[k].comm);
+        if (second_copy && (second == NULL || sorted[k].at < second->at)) first = &sorted[k - 1], second = &sorted[k];
+    }
+    if (second == NULL) return HIDET_NCCL_SUCCESS;
+    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                   "comms[%d] and comms[%d] are the same communicator (%p); each may be given once", first->at,
+                   second->at, (void *)second->comm);
+}
+
+/* The pool's arguments, checked before NCCL is looked for: a count from 0, no NULL, no
+ * communicator twice. *sorted (caller frees) is the pool by address, for the registry checks. */
+static hidet_nccl_status_t check_pool(int num_comms, ncclComm_t *comms, placed_t **sorted) {
+    *sorted = NULL;
     if (num_comms < 0) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "num_comms %d is negative", num_comms);
     if (num_comms > 0 && comms == NULL)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms is NULL but num_comms is %d", num_comms);
-    for (int i = 0; i < num_comms; i++) {
-        if (comms[i] == NULL) return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms[%d] of %d is NULL", i, num_comms);
-        for (int j = 0; j < i; j++)
-            if (comms[j] == comms[i])
-                return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
-                               "comms[%d] and comms[%d] are the same communicator (%p); each may be given once", j, i,
-                               (void *)comms[i]);
+    for (int i = 0; i < num_comms; i++)
+        if (comms[i] == NULL)
+            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms[%d] of %d is NULL", i, num_comms);
+    HN_CHECK(sort_pool(num_comms, comms, sorted));
+    hidet_nccl_status_t st = check_no_duplicate(*sorted, num_comms);
+    if (st != HIDET_NCCL_SUCCESS) {
+        free(*sorted);
+        *sorted = NULL;
     }
+    return st;
+}
+
+/* A pool communicator that a live id outside the pool already holds: the lowest position, as
+ * a scan of the array would name it. Each such id is looked up in the sorted pool, so the
+ * cost is O(ids log n), not O(ids x n). */
+static hidet_nccl_status_t check_not_registered_locked(const placed_t *sorted, int num_comms) {
+    const placed_t *hit = NULL;
+    int hit_id = -1;
+    for (int i = 0; i < g_count && num_comms > 0; i++) {
+        const slot_t *s = &g_slots[i];
+        if (!s->live || s->pending || s->kind == KIND_POOL) continue;
+        placed_t key = {s->comm, 0};
+        const placed_t *p = bsearch(&key, sorted, (size_t)num_comms, sizeof *sorted, compare_address);
+        if (p != NULL && (hit == NULL || p->at < hit->at)) hit = p, hit_id = i;
+    }
+    if (hit == NULL) return HIDET_NCCL_SUCCESS;
+    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms[%d] (%p) is already communicator id %d (%s)", hit->at,
+                   (void *)hit->comm, hit_id, kind_name(g_slots[hit_id].kind));
+}
+
+/* The old pool's ids die ("replaced by hidet_nccl_set_comms") and comms (checked) become the
+ * new pool, numbered after the ids given, or from 0 when nothing else is live. */
+static hidet_nccl_status_t install_pool_locked(int num_comms, ncclComm_t *comms) {
+    if (num_comms > INT_MAX - g_count)
+        return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "the registry is full: %d ids given, %d more would pass %d", g_count,
+                       num_comms, INT_MAX);
+    HN_CHECK(reserve_locked(g_count + num_comms));
+    int others = 0; /* live ids that are not the old pool */
+    for (int i = 0; i < g_count; i++) {
+        if (g_slots[i].live && g_slots[i].kind == KIND_POOL) {
+            g_slots[i].live = 0;
+            g_slots[i].comm = NULL;
+            set_why(&g_slots[i], k_replaced);
+        }
+        others += g_slots[i].live;
+    }
+    if (others == 0) { /* the seed's numbering: comms[i] is id i */
+        for (int i = 0; i < g_count; i++) drop_slot(&g_slots[i]);
+        g_count = 0;
+    }
+    for (int i = 0; i < num_comms; i++)
+        g_slots[g_count + i] =
+            (slot_t){.comm = comms[i], .kind = KIND_POOL, .live = 1, .rank = -1, .policy = HIDET_NCCL_ON_ERROR_RETURN};
+    g_count += num_comms;
     return HIDET_NCCL_SUCCESS;
 }
 
 hidet_nccl_status_t hidet_nccl_set_comms(int num_comms, ncclComm_t *comms) {
     HN_ENTER();
     recorder_hooks();
-    HN_CHECK(check_pool(num_comms, comms));
+    placed_t *sorted;
+    HN_CHECK(check_pool(num_comms, comms, &sorted)); /* argument errors before NCCL is looked for */
     const hn_nccl_t *n; /* all_reduce on these needs the table */
-    HN_CHECK(hidet_nccl__nccl(&n));
-    pthread_mutex_lock(&g_lock);
-    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    for (int i = 0; i < num_comms && st == HIDET_NCCL_SUCCESS; i++) {
-        int at = find_locked(comms[i]);
-        if (at >= 0 && g_slots[at].kind != KIND_POOL)
-            st = HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "comms[%d] (%p) is already communicator id %d (%s)", i,
-                         (void *)comms[i], at, kind_name(g_slots[at].kind));
-    }
-    if (st == HIDET_NCCL_SUCCESS) st = reserve_locked(g_count + num_comms);
+    hidet_nccl_status_t st = hidet_nccl__nccl(&n);
     if (st == HIDET_NCCL_SUCCESS) {
-        int others = 0; /* live ids that are not the old pool */
-        for (int i = 0; i < g_count; i++) {
-            if (g_slots[i].live && g_slots[i].kind == KIND_POOL) {
-                g_slots[i].live = 0;
-                g_slots[i].comm = NULL;
-                snprintf(g_slots[i].why, sizeof g_slots[i].why, "replaced by hidet_nccl_set_comms");
-            }
-            others += g_slots[i].live;
-        }
-        if (others == 0) { /* the seed's numbering: comms[i] is id i */
-            for (int i = 0; i < g_count; i++) hidet_nccl__trace_free(g_slots[i].trace);
-            g_count = 0;
-        }
-        for (int i = 0; i < num_comms; i++) {
-            g_slots[g_count + i] = (slot_t){comms[i], KIND_POOL, 1, 0, 0, 0, -1, HIDET_NCCL_ON_ERROR_RETURN, 0, 0,
-                                            NULL, 0, "", {0}};
-            hidet_nccl__knobs_none(&g_slots[g_count + i].knobs);
-        }
-        g_count += num_comms;
+        pthread_mutex_lock(&g_lock);
+        st = check_not_registered_locked(sorted, num_comms);
+        if (st == HIDET_NCCL_SUCCESS) st = install_pool_locked(num_comms, comms);
+        pthread_mutex_unlock(&g_lock);
     }
-    pthread_mutex_unlock(&g_lock);
+    free(sorted);
     return st;
 }
 

@@ -132,28 +132,75 @@ static int next_line(const char *text, size_t len, size_t *pos, int line, char *
     return 0;
 }
 
+#define FIELDS 4        /* collective, dtype or *, up-to bytes or max, view */
+#define FIELD_BYTES 32  /* a field's longest, its NUL included */
+
+static int is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+/* Splits a line at blanks into whole fields: *n of them (FIELDS + 1: more than FIELDS). A field
+ * longer than FIELD_BYTES - 1 is an error, not cut in two (sscanf's %31s read
+ * "0000000000000000000000000000001buffer" as size 1 and view buffer). 0, or -1 with why. */
+static int split_fields(const char *buf, int line, char field[FIELDS][FIELD_BYTES], int *n, char *why,
+                        size_t why_len) {
+    *n = 0;
+    for (const char *p = buf; *p != '\0' && *n <= FIELDS;) {
+        if (is_blank(*p)) {
+            p++;
+            continue;
+        }
+        size_t len = 0;
+        while (p[len] != '\0' && !is_blank(p[len])) len++;
+        if (len >= FIELD_BYTES)
+            return fail(why, why_len, line, "field %d ('%.*s...', %zu bytes) is longer than %d bytes", *n + 1,
+                        FIELD_BYTES - 1, p, len, FIELD_BYTES - 1);
+        if (*n < FIELDS) {
+            memcpy(field[*n], p, len);
+            field[*n][len] = '\0';
+        }
+        ++*n;
+        p += len;
+    }
+    return 0;
+}
+
+/* A byte count: decimal digits only (no sign, blank or 0x, which strtoull would take), from 1 to
+ * SIZE_MAX - 1 (SIZE_MAX is what "max" means). 0, or -1. */
+static int parse_bytes(const char *word, size_t *out) {
+    size_t v = 0;
+    if (word[0] == '\0') return -1;
+    for (const char *p = word; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9') return -1;
+        size_t digit = (size_t)(*p - '0');
+        if (v > (SIZE_MAX - 1 - digit) / 10) return -1;
+        v = v * 10 + digit;
+    }
+    if (v == 0) return -1;
+    *out = v;
+    return 0;
+}
+
 /* One line's fields: collective *ci, dtype *d (-1: "*"), up-to bytes *upto, view *vi. 1 for a
  * range, 0 for a blank line, -1 with why. */
 static int parse_fields(const char *buf, int line, int *ci, int *d, size_t *upto, int *vi, char *why, size_t why_len) {
-    char coll[32], dtype[32], size[32], view[32], extra[2], names[64];
-    int fields = sscanf(buf, "%31s %31s %31s %31s %1s", coll, dtype, size, view, extra);
-    if (fields <= 0) return 0; /* blank or comment */
-    if (fields != 4)
-        return fail(why, why_len, line, "want 4 fields (collective, dtype or *, up-to bytes or max, view)");
+    char field[FIELDS][FIELD_BYTES], names[64];
+    int fields;
+    if (split_fields(buf, line, field, &fields, why, why_len) != 0) return -1;
+    if (fields == 0) return 0; /* blank or comment */
+    if (fields != FIELDS)
+        return fail(why, why_len, line,
+                    "want %d fields (collective, dtype or *, up-to bytes or max, view); it has %s%d", FIELDS,
+                    fields > FIELDS ? "more than " : "", fields > FIELDS ? FIELDS : fields);
+    const char *coll = field[0], *dtype = field[1], *size = field[2], *view = field[3];
     if ((*ci = lookup(k_colls, HN_NUM_TUNED, coll)) < 0)
         return fail(why, why_len, line, "collective '%s' is not %s", coll,
                     one_of(k_colls, HN_NUM_TUNED, names, sizeof names));
     if ((*vi = lookup(k_views, HN_NUM_VIEWS, view)) < 0)
-        return fail(why, why_len, line, "view '%s' is not %s", view, one_of(k_views, HN_NUM_VIEWS, names, sizeof names));
-    *upto = (size_t)-1;
-    if (strcmp(size, "max") != 0) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(size, &end, 10);
-        if (size[0] < '0' || size[0] > '9' || *end != '\0' || errno != 0 || v == 0 || v >= (size_t)-1)
-            return fail(why, why_len, line, "size '%s' is not a byte count from 1 (or max)", size);
-        *upto = (size_t)v;
-    }
+        return fail(why, why_len, line, "view '%s' is not %s", view,
+                    one_of(k_views, HN_NUM_VIEWS, names, sizeof names));
+    *upto = SIZE_MAX;
+    if (strcmp(size, "max") != 0 && parse_bytes(size, upto) != 0)
+        return fail(why, why_len, line, "size '%s' is not a byte count from 1 to %zu in decimal digits (or max)", size,
+                    (size_t)(SIZE_MAX - 1));
     *d = -1;
     if (strcmp(dtype, "*") != 0 && (*d = dtype_index(dtype)) < 0)
         return fail(why, why_len, line, "dtype '%s' is not one of the library's", dtype);
@@ -192,34 +239,98 @@ int hidet_nccl__tune_parse(const char *text, size_t len, hn_tune_t *out, char *w
     return rc;
 }
 
+#define TUNE_FILE_BYTES (1 << 20) /* a table file's largest */
+
+static const char *file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "a special file";
+}
+
+/* Whether the opened file may be trusted as the table: a regular file, owned by this user or
+ * root, that no one else can write (whoever can write it picks how this process's collectives
+ * run), of at most 1 MiB. 0, or -1 with why. */
+static int check_file(const struct stat *st, char *why, size_t why_len) {
+    uid_t me = geteuid();
+    if (!S_ISREG(st->st_mode))
+        snprintf(why, why_len, "%s, not a regular file", file_kind(st->st_mode));
+    else if (st->st_uid != me && st->st_uid != 0)
+        snprintf(why, why_len, "owned by uid %u, neither this user (uid %u) nor root", (unsigned)st->st_uid,
+                 (unsigned)me);
+    else if (st->st_mode & (S_IWGRP | S_IWOTH))
+        snprintf(why, why_len, "writable by %s (mode %04o); chmod go-w it",
+                 (st->st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st->st_mode & 07777));
+    else if (st->st_size > TUNE_FILE_BYTES)
+        snprintf(why, why_len, "%lld bytes, more than the %d (1 MiB) a table may have", (long long)st->st_size,
+                 TUNE_FILE_BYTES);
+    else
+        return 0;
+    return -1;
+}
+
+/* All of a checked file (size bytes by fstat) into a malloc'ed *text; a file that changed size
+ * while read is refused rather than parsed torn. 0, or -1 with why. */
+static int read_file(int fd, size_t size, char **text, char *why, size_t why_len) {
+    char *buf = malloc(size + 1); /* one byte more: a file that grew reads past size */
+    size_t got = 0;
+    while (buf != NULL && got <= size) {
+        ssize_t r = read(fd, buf + got, size + 1 - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            snprintf(why, why_len, "cannot read it: %s", strerror(errno));
+            free(buf);
+            return -1;
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    if (buf == NULL) snprintf(why, why_len, "out of memory reading %zu bytes", size);
+    else if (got != size)
+        snprintf(why, why_len, "it changed size while read (%zu bytes read, %zu by fstat)", got, size);
+    else {
+        *text = buf;
+        return 0;
+    }
+    free(buf);
+    return -1;
+}
+
+int hidet_nccl__tune_load(const char *path, hn_tune_t *t, char *why, size_t why_len) {
+    /* O_NONBLOCK: a FIFO (or a device) is opened without waiting for a writer, then refused by
+     * fstat; open() without it blocked forever. Symbolic links are followed: a link to one's
+     * own table is a normal setup, and what is checked is the file reached, by its descriptor. */
+    char reason[256];
+    char *text = NULL;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    int rc = -1;
+    if (fd < 0) snprintf(reason, sizeof reason, "cannot open it: %s", strerror(errno));
+    else if (fstat(fd, &st) != 0) snprintf(reason, sizeof reason, "cannot fstat it: %s", strerror(errno));
+    else if (check_file(&st, reason, sizeof reason) == 0 && read_file(fd, (size_t)st.st_size, &text, reason,
+                                                                       sizeof reason) == 0)
+        rc = hidet_nccl__tune_parse(text, (size_t)st.st_size, t, reason, sizeof reason);
+    if (fd >= 0) close(fd);
+    free(text);
+    if (rc != 0) snprintf(why, why_len, "%s: %s", path, reason);
+    return rc;
+}
+
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static hn_tune_t g_table;
 static char g_error[600];
 
 static void load_once(void) {
     const char *path = hidet_nccl__setting_str(HN_SETTING_TUNE_FILE);
-    char why[256];
+    char why[sizeof g_error];
     if (path == NULL) {
         if (hidet_nccl__tune_parse(k_default, sizeof k_default - 1, &g_table, why, sizeof why) != 0)
             snprintf(g_error, sizeof g_error, "the built-in tuning table: %s", why);
-        return;
+    } else if (hidet_nccl__tune_load(path, &g_table, why, sizeof why) != 0) {
+        snprintf(g_error, sizeof g_error, "HIDET_NCCL_TUNE_FILE %s", why);
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
-        snprintf(g_error, sizeof g_error, "HIDET_NCCL_TUNE_FILE %s: %s", path,
-                 fd < 0 ? strerror(errno) : "not a regular file of at most 1 MiB");
-        if (fd >= 0) close(fd);
-        return;
-    }
-    char *text = malloc((size_t)st.st_size + 1);
-    ssize_t got = text ? read(fd, text, (size_t)st.st_size) : -1;
-    close(fd);
-    if (got != (ssize_t)st.st_size)
-        snprintf(g_error, sizeof g_error, "HIDET_NCCL_TUNE_FILE %s: cannot read it", path);
-    else if (hidet_nccl__tune_parse(text, (size_t)got, &g_table, why, sizeof why) != 0)
-        snprintf(g_error, sizeof g_error, "HIDET_NCCL_TUNE_FILE %s: %s", path, why);
-    free(text);
 }
 
 hidet_nccl_status_t hidet_nccl__tune_get(const hn_tune_t **t) {

@@ -35,6 +35,11 @@ typedef struct {
 /* Reads a table from text (len bytes, not NUL-terminated); 0, or -1 with why (the line
  * number and what is wrong) and t untouched. */
 int hidet_nccl__tune_parse(const char *text, size_t len, hn_tune_t *t, char *why, size_t why_len);
+/* Reads the table file at path: a regular file (a FIFO, a directory or a device is refused
+ * without waiting on it; a symbolic link is followed to what it names), owned by this user or
+ * root, not writable by group or others, at most 1 MiB, then parsed. 0, or -1 with why
+ * ("<path>: <what is wrong>") and t untouched. */
+int hidet_nccl__tune_load(const char *path, hn_tune_t *t, char *why, size_t why_len);
 /* The table built into the library (measured on 2 x H200, docs/buffers.md). */
 const char *hidet_nccl__tune_default_text(void);
 /* The view for `bytes` (the collective's size as nccl-tests counts it: all_reduce the

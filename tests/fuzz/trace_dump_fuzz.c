@@ -1,6 +1,8 @@
 /* libFuzzer target: hostile flight recorder dumps through hidet-nccl-trace's reader and
  * report. The input is split at its first 0xff byte (if any) into two dumps, so the report
- * compares ranks too. Nothing may crash, leak or loop; what is read must be reported. */
+ * compares ranks too; the raw input also goes through the printer's escaping (file names reach
+ * it unchecked: any bytes, not only the UTF-8 jansson lets through). Nothing may crash, leak or
+ * loop; what is read must be reported. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FILE *out = fopen("/dev/null", "w");
     if (out != NULL) {
         tr_report(&set, out);
+        tr_say(out, "%.*s", (int)(size < 65536 ? size : 65536), (const char *)data);
         fclose(out);
     }
     tr_free(&set);

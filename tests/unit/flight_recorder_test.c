@@ -1,7 +1,8 @@
 /* The flight recorder, shrink and revoke on the CPU, through the recording stand-in for NCCL
  * (tools/support/fake_nccl.c), and hidet-nccl-trace's reader and report on synthetic dumps
- * of every divergence kind and on hostile ones.
- *   flight_recorder_test LIBFAKE_NCCL.so
+ * of every divergence kind and on hostile ones, and the tool itself on a directory with no
+ * dump and on dumps and file names holding terminal escapes.
+ *   flight_recorder_test LIBFAKE_NCCL.so HIDET_NCCL_TRACE_TOOL
  * Against the fake as NCCL 2.28.9 (shrink and revoke there) and as 2.10.3 (both refused
  * with the version they need). */
 #include <signal.h>
@@ -9,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hidet_nccl/hidet_nccl.h"
@@ -22,6 +25,7 @@ static fake_nccl_log_fn g_log;
 static fake_nccl_clear_fn g_clear;
 static int g_new; /* the fake is NCCL 2.28 (else 2.10) */
 static char g_dir[1024];
+static const char *g_tool; /* hidet-nccl-trace */
 static char g_buf[1 << 12];
 #define STREAM ((cudaStream_t)(uintptr_t)0x5)
 
@@ -404,11 +408,203 @@ static void test_hostile_dumps(void) {
     free(huge);
 }
 
+/* ------------------------------------------------------------ the tool on directories */
+
+/* Everything a stream got, as a string (caller frees). */
+static char *text_of(FILE *f) {
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    char *t = malloc((size_t)n + 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    rewind(f);
+    t[fread(t, 1, (size_t)n, f)] = '\0';
+    return t;
+}
+
+/* hidet-nccl-trace ARG: its exit status (-1: it did not exit, e.g. a sanitizer abort) and its
+ * stdout and stderr together in *out (caller frees). */
+static int run_tool(const char *arg, char **out) {
+    FILE *f = tmpfile();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fileno(f), 1);
+        dup2(fileno(f), 2);
+        execl(g_tool, g_tool, arg, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    *out = text_of(f);
+    fclose(f);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Whether text holds a byte a terminal acts on: a C0 control but the newline, DEL, a C1
+ * control (U+0080 .. U+009F), a bidirectional override (U+202E), or a byte no UTF-8 has. */
+static int raw_control(const char *text) {
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f || *p == 0xff || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0) ||
+            (p[0] == 0xe2 && p[1] == 0x80 && p[2] == 0xae))
+            return 1;
+    return 0;
+}
+
+/* tr_say's escaping, byte by byte: controls, Unicode controls, what is not UTF-8 (overlong,
+ * surrogate, past U+10FFFF, cut short), and what is kept (UTF-8 text, a no-break space). */
+static void test_escaping(void) {
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain text", "plain text"},
+        {"a\\b", "a\\\\b"},
+        {"\x1b[2J\r\n\t\x7f", "\\x1b[2J\\x0d\\x0a\\x09\\x7f"},
+        {"\xc2\x9b" "1m \xc2\x80", "\\u009b1m \\u0080"},
+        {"\xc2\xa0 \xc3\xa9 \xf0\x9f\x98\x80", "\xc2\xa0 \xc3\xa9 \xf0\x9f\x98\x80"},
+        {"\xe2\x80\xae" "abc\xe2\x81\xa6\xe2\x81\xa9\xe2\x80\x8f", "\\u202e" "abc\\u2066\\u2069\xe2\x80\x8f"},
+        {"\xed\xa0\x80", "\\xed\\xa0\\x80"},
+        {"\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"},
+        {"\xe0\x80\x80\xc0\xaf", "\\xe0\\x80\\x80\\xc0\\xaf"},
+        {"cut \xe2\x80", "cut \\xe2\\x80"},
+        {"\xff\xfe", "\\xff\\xfe"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *f = tmpfile();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        tr_say(f, "[%s]", cases[i].in);
+        char *got = text_of(f);
+        fclose(f);
+        char want[256];
+        snprintf(want, sizeof want, "[%s]\n", cases[i].out);
+        if (strcmp(got, want) != 0) {
+            fprintf(stderr, "case %zu: '%s', wanted '%s'\n", i, got, want);
+            CU_FAIL("escaping");
+        }
+        free(got);
+    }
+    char big[5000]; /* past tr_say's buffer on the stack: all of it, escaped */
+    memset(big, '\x1b', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    FILE *f = tmpfile();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    tr_say(f, "%s", big);
+    char *got = text_of(f);
+    fclose(f);
+    CU_ASSERT_EQUAL(strlen(got), 4 * (sizeof big - 1) + 1);
+    CU_ASSERT_FALSE(raw_control(got));
+    free(got);
+}
+
+/* A directory with no dump (empty, or other files only): said, nothing read, and the tool
+ * exits 2. Listing it called qsort(NULL, 0, ...), which the UBSan build aborts on. */
+static void test_no_dumps(void) {
+    char dir[1100], path[1200];
+    snprintf(dir, sizeof dir, "%s/no_dumps", g_dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0700), 0);
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) { /* other files only */
+            snprintf(path, sizeof path, "%s/hidet-nccl-trace.notes.txt", dir);
+            FILE *f = fopen(path, "w");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+            fclose(f);
+        }
+        tr_set_t set = {0};
+        int refused = 0;
+        FILE *err = tmpfile();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+        CU_ASSERT_EQUAL(tr_read_path(&set, dir, err, &refused), 0);
+        char *said = text_of(err);
+        fclose(err);
+        CU_ASSERT_EQUAL(set.ndumps, 0);
+        CU_ASSERT_EQUAL(refused, 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(said, "holds no dump (no hidet-nccl-trace.*.jsonl file)"));
+        free(said);
+        char *out = NULL;
+        CU_ASSERT_EQUAL(run_tool(dir, &out), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "holds no dump"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "hidet-nccl-trace: no dump could be read (none found)"));
+        free(out);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Every string the tool prints from a dump (host, reason, state, why, collective, dtype, op,
+ * tag) and every file name, with terminal escapes in it: printed escaped, never raw. */
+static void test_escapes(void) {
+    static const char dump[] =
+        "{\"type\":\"header\",\"hidet_nccl_trace\":1,\"host\":\"\\u001b[2J\\u001b[Hh\",\"pid\":1,\"rank\":0,"
+        "\"time\":1.0,\"nccl_version\":22809,\"reason\":\"r\\u009b31m \\u202eevil\"}\n"
+        "{\"type\":\"comm\",\"comm\":0,\"key\":\"1234abcd\",\"rank\":0,\"nranks\":2,\"state\":\"\\u001b[5m\","
+        "\"why\":\"line\\nbreak \\\\x1b\",\"next_seq\":1,\"entries\":2048,\"completion\":true}\n"
+        "{\"type\":\"op\",\"comm\":0,\"key\":\"1234abcd\",\"seq\":0,\"coll\":\"all_reduce\\u0007\","
+        "\"dtype\":\"float32\\u007f\",\"count\":4,\"op\":\"sum\\r\",\"peer\":-1,\"stream\":\"0x5\",\"t\":1.0,"
+        "\"nccl_result\":0,\"state\":\"pending\",\"tag\":\"\\u001b]0;title\\u0007\"}\n";
+    char dir[1100], good[1200], bad[1200], odd[1200];
+    snprintf(dir, sizeof dir, "%s/escapes", g_dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0700), 0);
+    snprintf(good, sizeof good, "%s/hidet-nccl-trace.\x1b[31m.jsonl", dir);
+    write_text(good, dump);
+    snprintf(bad, sizeof bad, "%s/hidet-nccl-trace.\x1b[1m.bad.jsonl", dir); /* refused: its name is said */
+    write_text(bad, "not json \x1b[2J\n");
+    snprintf(odd, sizeof odd, "%s/hidet-nccl-trace.\xff\x9b.jsonl", dir); /* not UTF-8 */
+    write_text(odd, "");
+    tr_set_t set = {0};
+    int refused = 0;
+    FILE *out = tmpfile();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    CU_ASSERT_EQUAL(tr_read_path(&set, dir, out, &refused), 3);
+    CU_ASSERT_EQUAL(set.ndumps, 1);
+    CU_ASSERT_EQUAL(refused, 2);
+    CU_ASSERT_EQUAL(tr_report(&set, out), 1); /* rank 1 left no dump */
+    tr_free(&set);
+    char *text = text_of(out);
+    fclose(out);
+    static const char *const shown[] = {
+        "\\x1b[2J\\x1b[Hh",           /* host */
+        "r\\u009b31m \\u202eevil",      /* reason */
+        "\\x1b[5m",                     /* the communicator's state */
+        "line\\x0abreak \\\\x1b",       /* why: a newline, and a backslash that is one */
+        "all_reduce\\x07 float32\\x7f", /* collective, dtype */
+        "sum\\x0d",                     /* op */
+        "tag '\\x1b]0;title\\x07'",     /* tag */
+        "hidet-nccl-trace.\\x1b[31m.jsonl",
+        "hidet-nccl-trace.\\x1b[1m.bad.jsonl: line 1: not JSON",
+        "hidet-nccl-trace.\\xff\\x9b.jsonl: line 0: empty file",
+    };
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++)
+        if (strstr(text, shown[i]) == NULL) {
+            fprintf(stderr, "'%s' is not in what was printed:\n%s\n", shown[i], text);
+            CU_FAIL("escaped");
+        }
+    CU_ASSERT_FALSE(raw_control(text));
+    free(text);
+    char *tool = NULL;
+    CU_ASSERT_EQUAL(run_tool(dir, &tool), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tool, shown[0]));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tool, shown[8]));
+    CU_ASSERT_FALSE(raw_control(tool));
+    free(tool);
+    unlink(good);
+    unlink(bad);
+    unlink(odd);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s LIBFAKE_NCCL.so\n", argv[0]);
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s LIBFAKE_NCCL.so HIDET_NCCL_TRACE_TOOL\n", argv[0]);
         return 2;
     }
+    g_tool = argv[2];
     unsetenv("HIDET_NCCL_RANK");
     int version = 0;
     if (fake_nccl_load(argv[1], &version, &g_log, &g_clear) == NULL) return 1;
@@ -428,6 +624,9 @@ int main(int argc, char **argv) {
         {"shrink and revoke: checks, failed ids, versions", test_shrink_and_revoke},
         {"the report names every kind of divergence", test_report_kinds},
         {"hostile dumps refused", test_hostile_dumps},
+        {"escaping what is printed", test_escaping},
+        {"a directory with no dump: said, exit 2", test_no_dumps},
+        {"terminal escapes in dumps and file names printed escaped", test_escapes},
         {NULL, NULL},
     };
     return hn_run_tests("flight_recorder", tests);

@@ -3,6 +3,8 @@
  * the library must never hand to NCCL (it destroys only what it owns). */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/comm/registry_int.h"
@@ -147,6 +149,60 @@ static void test_set_comms_arguments(void) {
     HN_ASSERT_STATUS(hidet_nccl_comm_count(NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "count");
 }
 
+/* 2 million communicators: the duplicate check sorts a copy of the pointers (O(n log n)); the
+ * pairwise check before it took minutes here, past the test's timeout. A duplicate is named by
+ * both positions however far apart. */
+#define MANY 2000000
+
+static void test_set_comms_two_million(void) {
+    ncclComm_t *comms = malloc(MANY * sizeof *comms);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(comms);
+    for (int i = 0; i < MANY; i++) comms[i] = FAKE(MANY - i); /* descending: the sort has work to do */
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(MANY, comms), HIDET_NCCL_SUCCESS, NULL);
+    int count = -1;
+    ncclComm_t c = NULL;
+    HN_ASSERT_STATUS(hidet_nccl_comm_count(&count), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(count, MANY);
+    HN_ASSERT_STATUS(hidet_nccl_get_comm(MANY - 1, &c), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_PTR_EQUAL(c, FAKE(1));
+    HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
+    comms[MANY - 7] = comms[3];
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(MANY, comms), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "comms[3] and comms[1999993] are the same communicator");
+    HN_ASSERT_STATUS(hidet_nccl_comm_count(&count), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(count, 0);
+    free(comms);
+}
+
+/* Of several duplicates the pair named is the one a reader of the array meets first (the
+ * pairwise check's choice); a communicator registered outside the pool is named by its position. */
+static void test_set_comms_which_duplicate(void) {
+    enum { N = 1000 };
+    ncclComm_t comms[N];
+    for (int i = 0; i < N; i++) comms[i] = FAKE(N - i);
+    comms[990] = comms[3];
+    comms[40] = comms[500]; /* its later copy comes first */
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(N, comms), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "comms[40] and comms[500] are the same communicator");
+    comms[40] = FAKE(N + 1);
+    comms[990] = FAKE(N + 2);
+    comms[600] = comms[9]; /* three copies: the first two */
+    comms[999] = comms[9];
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(N, comms), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "comms[9] and comms[600] are the same communicator");
+    comms[600] = FAKE(N + 3);
+    comms[999] = FAKE(N + 4);
+    int id = -1, count = -1;
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt(comms[777], &id), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt(comms[123], &id), HIDET_NCCL_SUCCESS, NULL);
+    char needle[128];
+    snprintf(needle, sizeof needle, "comms[123] (%p) is already communicator id %d (adopted)", (void *)comms[123], id);
+    HN_ASSERT_STATUS(hidet_nccl_set_comms(N, comms), HIDET_NCCL_ERROR_INVALID_ARGUMENT, needle);
+    HN_ASSERT_STATUS(hidet_nccl_comm_count(&count), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(count, 2); /* nothing of the refused pools was kept */
+    HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
+}
+
 #define THREADS 8
 #define PER_THREAD 2000
 
@@ -194,6 +250,8 @@ int main(void) {
         {"set_comms replaces borrowed communicators", test_set_comms_replaces_borrowed},
         {"owned, adopted and pooled communicators together", test_owned_and_borrowed_mix},
         {"set_comms arguments", test_set_comms_arguments},
+        {"set_comms with 2 million communicators", test_set_comms_two_million},
+        {"set_comms names the first duplicate", test_set_comms_which_duplicate},
         {"8 threads get unique ids", test_threads_get_unique_ids},
         {NULL, NULL},
     };
