@@ -4,7 +4,10 @@
 # swapped for a link to someone else's directory costs them nothing at exit (2; the neighbour's
 # moves are made by the rank itself); children ranks leave behind end with the job, even one
 # that holds the output open (3, 4); stopping signals and a closed output pipe remove the
-# rendezvous directory (11); too many visible devices (12); a NUL in a tagged line (13).
+# rendezvous directory (11); too many visible devices (12); a NUL in a tagged line (13); the
+# launcher killed with SIGKILL, alone or with its process group: its ranks, their children and
+# the private rendezvous directory go all the same (14; issue 27, items 15 and 21); a rank's
+# child that left its process group (setsid) ends with the job (15).
 #   launcher_hostile_test.sh HIDET_NCCL_RUN
 set -u
 run=$(realpath "$1")
@@ -138,6 +141,98 @@ check "5000 visible devices: the message names the limit" grep -q "5000 devices,
 "$run" --tag-output -n 1 printf 'a\0b\nnext\n' >"$tmp/out13.bin" 2>/dev/null
 printf '[0] a\0b\n[0] next\n' >"$tmp/want13.bin"
 check "--tag-output: a NUL in a line is passed on" cmp -s "$tmp/out13.bin" "$tmp/want13.bin"
+
+# 14. SIGKILL to the launcher runs none of its code: the ranks die with it (PDEATHSIG), their
+# children and the rendezvous directory were left (their children are no rank's, and only
+# the launcher killed the ranks' groups); its watchdog now kills the groups and removes the
+# directory. Each of 2 ranks starts a sleep and waits; their pids are written down. A rank
+# killed is gone when it is no longer there or a zombie (its new parent reaps it when it will).
+running() { # pid: there and not a zombie
+    local st
+    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+    [ -n "$st" ] && [ "$st" != Z ]
+}
+all_gone() { # the pids in the files of directory $1, and that the rendezvous parent $2 is empty
+    local f ok=1
+    for f in "$1"/*; do
+        [ -e "$f" ] || return 1
+        if running "$(cat "$f")"; then ok=0; fi
+    done
+    [ "$ok" -eq 1 ] && [ -z "$(ls -A "$2")" ]
+}
+gone_within() { # seconds, directory of pid files, rendezvous parent
+    local i
+    for i in $(seq $(($1 * 10))); do
+        all_gone "$2" "$3" && return 0
+        sleep 0.1
+    done
+    for f in "$2"/*; do running "$(cat "$f")" && echo "$(basename "$f") (pid $(cat "$f")) still running"; done
+    ls -A "$3"
+    return 1
+}
+leads_group() { # pid: setsid ran it in place (it forks when its caller leads a group), so it is $!
+    [ "$(ps -o pgid= -p "$1" | tr -d ' ')" = "$1" ]
+}
+started() { # directory, count: wait for that many pid files
+    local i
+    for i in $(seq 100); do [ "$(ls "$1" | wc -l)" -ge "$2" ] && return 0; sleep 0.1; done
+    return 1
+}
+kill_case() { # name, how to kill ("pid" or "group"), then the launcher's extra options
+    local name=$1 how=$2
+    shift 2
+    local pids=$tmp/pids_$name parent=$tmp/rdv_$name
+    mkdir -p "$pids"
+    mkdir -m 0700 "$parent"
+    PIDS=$pids setsid "$run" "$@" -n 2 --rendezvous-dir "$parent" sh -c '
+        echo $$ >"$PIDS/rank.$HIDET_NCCL_RANK"
+        sleep 1008.'$tag' &
+        echo $! >"$PIDS/child.$HIDET_NCCL_RANK"
+        wait' >"$tmp/out14_$name.log" 2>&1 &
+    local launcher=$!
+    check "$name: the launcher leads its own group" leads_group "$launcher"
+    check "$name: 2 ranks and 2 children started" started "$pids" 4
+    check "$name: the rendezvous directory is made" [ -n "$(ls -A "$parent")" ]
+    if [ "$how" = group ]; then kill -KILL -- "-$launcher"; else kill -KILL "$launcher"; fi
+    wait "$launcher" 2>/dev/null
+    check "$name: ranks and their children gone, the rendezvous directory removed, within 5 s" \
+        gone_within 5 "$pids" "$parent"
+}
+kill_case "SIGKILL to the launcher" pid
+kill_case "SIGKILL to the launcher's process group" group
+kill_case "SIGKILL to the launcher, tagged output" pid --tag-output
+pkill -KILL -f "sleep 1008.$tag" 2>/dev/null
+# Ctrl-C reaches the launcher's whole group, the watchdog's too: the job stops as before, with
+# nothing left and no word from the watchdog.
+mkdir -m 0700 "$tmp/rdv_int"
+setsid "$run" -n 2 --grace 1 --rendezvous-dir "$tmp/rdv_int" sleep 1009.$tag >"$tmp/out14_int.log" 2>&1 &
+launcher=$!
+check "SIGINT to the launcher's group: the launcher leads its own group" leads_group "$launcher"
+sleep 0.5
+kill -INT -- "-$launcher"
+wait "$launcher"
+rc=$?
+check "SIGINT to the launcher's group: exit 130 (got $rc)" [ "$rc" -eq 130 ]
+check "SIGINT to the launcher's group: nothing left" [ -z "$(pgrep -f "1009.$tag")" ]
+check "SIGINT to the launcher's group: the directory removed" [ -z "$(ls -A "$tmp/rdv_int")" ]
+check "SIGINT to the launcher's group: the watchdog says nothing" bash -c "! grep -q watchdog '$tmp/out14_int.log'"
+
+# 15. A rank's child in a session of its own (setsid) is out of reach of its group's kill; the
+# launcher is its subreaper, so it is the launcher's child once the rank has exited, and the
+# launcher's end kills it: after a rank that exits 0, and after one that fails.
+"$run" -n 2 sh -c "setsid sleep 1010.$tag & exit 0" >"$tmp/out15.log" 2>&1
+rc=$?
+check "setsid child, ranks exit 0: launcher exits 0 (got $rc)" [ "$rc" -eq 0 ]
+sleep 0.3
+check "setsid child, ranks exit 0: gone with the launcher" [ -z "$(pgrep -f "sleep 1010.$tag")" ]
+"$run" -n 2 --grace 1 sh -c "setsid sh -c 'sleep 1011.$tag & sleep 1012.$tag' & sleep 0.2; exit 3" \
+    >"$tmp/out15b.log" 2>&1
+rc=$?
+check "setsid children, a rank fails: launcher exits 3 (got $rc)" [ "$rc" -eq 3 ]
+sleep 0.3
+check "setsid children, a rank fails: all gone with the launcher" [ -z "$(pgrep -f "sleep 101[12].$tag")" ]
+check "no watchdog left behind" [ -z "$(pgrep -f "101[0-2].$tag")" ]
+pkill -KILL -f "101[0-2].$tag" 2>/dev/null
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -57,6 +57,21 @@ check "--node-rank past --nnodes" bad "--node-rank 2 is not in 0 .. 1" --nnodes 
 check "--master-addr without --master-port" bad "--master-addr needs --master-port" --master-addr h
 check "a shared directory without --job-key" bad "needs a --job-key" --nnodes 2 --rendezvous-dir "$tmp"
 check "--master-port out of range" bad "--master-port '70000'" --master-addr h --master-port 70000
+# Numbers by the one grammar (issue 27, item 3): a space, an empty value, a sign or a hex prefix
+# is refused at once, naming the option, the value and the range; strtol took them.
+two=(--nnodes 2 --master-addr h --master-port 1)
+addr=(--master-addr h)
+check "--node-rank ''" bad "--node-rank '' is not a whole number in 0 .. 4095" "${two[@]}" --node-rank ''
+check "--node-rank ' 1'" bad "--node-rank ' 1' is not a whole number in 0 .. 4095" "${two[@]}" --node-rank ' 1'
+check "--node-rank +1" bad "--node-rank '+1' is not a whole number" "${two[@]}" --node-rank +1
+check "--nnodes ' 2'" bad "--nnodes ' 2' is not a whole number in 1 .. 4096" "${addr[@]}" --master-port 1 --nnodes ' 2'
+check "--nnodes 0x2" bad "--nnodes '0x2' is not a whole number" "${addr[@]}" --master-port 1 --nnodes 0x2
+check "--master-port ' 29500'" bad "--master-port ' 29500' is not a whole number in 1 .. 65535" "${addr[@]}" \
+    --master-port ' 29500'
+check "--master-port 3e4" bad "--master-port '3e4' is not a whole number in 1 .. 65535" "${addr[@]}" --master-port 3e4
+# An empty --master-addr was passed on, and every rank failed with "no bootstrap found".
+check "--master-addr ''" bad "--master-addr '' is empty" --master-addr '' --master-port 29500
+check "--master-addr 'a b'" bad "--master-addr 'a b' is not a host name or address" --master-addr 'a b' --master-port 1
 
 # A node that never comes: node 0's rank 0 gives up at the deadline, naming the missing ranks.
 p=$(port)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Tests of hidet-nccl-run on the CPU: launcher_test.sh LAUNCHER CHILD
+# Tests of hidet-nccl-run on the CPU, and of hidet-nccl-bench's options (refused before MPI or
+# CUDA is touched, so on this machine without a GPU): launcher_test.sh LAUNCHER CHILD BENCH
 # Ends with "N passed, N failed".
 set -u
 run=$(realpath "$1")
 child=$(realpath "$2")
+bench=$(realpath "$3")
 tmp=${TEST_TMPDIR:-$(mktemp -d)}/launcher
 rm -rf "$tmp"
 mkdir -p "$tmp"
@@ -87,6 +89,34 @@ check "SIGINT: rendezvous directory removed" rdv_empty
 check "tag-output: 9 tagged stdout lines" [ "$(grep -cE '^\[[0-2]\] (first|second|third) line$' "$tmp/tag.out")" -eq 9 ]
 check "tag-output: 3 tagged stderr lines" [ "$(grep -cE '^\[[0-2]\] an error line$' "$tmp/tag.err")" -eq 3 ]
 check "tag-output: rank 1's lines in order" [ "$(grep '^\[1\]' "$tmp/tag.out" | tr '\n' '|')" = "[1] first line|[1] second line|[1] third line|" ]
+# A line longer than the launcher's 4096-byte buffer keeps one tag (issue 27, item 23): lines of
+# 5000, 20000 and 100000 bytes from 4 ranks at once, on stdout and stderr, into two files and
+# into one (2>&1), then into the ranks' logs; no other line lands inside a long one.
+long_lines='for n in 5000 20000 100000; do head -c $n /dev/zero | tr "\0" x; echo; echo "short $HIDET_NCCL_RANK" >&2
+    head -c $n /dev/zero | tr "\0" y >&2; echo >&2; echo "short $HIDET_NCCL_RANK"; done'
+whole_lines() { # file, lines expected of each rank, the ranks: every line one tag and one whole line
+    local file=$1 want=$2
+    shift 2
+    awk -v ranks="$*" -v want="$want" '
+        { if (!match($0, /^\[[0-9]+\] /)) { print "untagged: " substr($0, 1, 40); bad = 1; next }
+          r = substr($0, 2, RLENGTH - 3); body = substr($0, RLENGTH + 1); n[r]++
+          if (body != "short " r && body !~ /^(x+|y+)$/) { print "mixed: " substr($0, 1, 40); bad = 1 }
+          else if (body ~ /^[xy]/ && length(body) != 5000 && length(body) != 20000 && length(body) != 100000) {
+              print "rank " r ": a line of " length(body) " bytes"; bad = 1 } }
+        END { k = split(ranks, list, " ")
+              for (i = 1; i <= k; i++)
+                  if (n[list[i]] != want) { print "rank " list[i] ": " n[list[i]] + 0 " lines"; bad = 1 }
+              exit bad }' "$file"
+}
+"$run" -n 4 --tag-output --rendezvous-dir "$rdv" sh -c "$long_lines" >"$tmp/long.out" 2>"$tmp/long.err"
+check "tag-output: long stdout lines whole" whole_lines "$tmp/long.out" 6 0 1 2 3
+check "tag-output: long stderr lines whole" whole_lines "$tmp/long.err" 6 0 1 2 3
+"$run" -n 4 --tag-output --rendezvous-dir "$rdv" sh -c "$long_lines" >"$tmp/long2.out" 2>&1
+check "tag-output: long lines whole on one file (2>&1)" whole_lines "$tmp/long2.out" 12 0 1 2 3
+"$run" -n 2 --tag-output --output-dir "$tmp/longlogs" --rendezvous-dir "$rdv" sh -c "$long_lines"
+for r in 0 1; do
+    check "tag-output: long lines whole in rank.$r.log" whole_lines "$tmp/longlogs/rank.$r.log" 12 $r
+done
 "$run" -n 2 --output-dir "$tmp/logs" --rendezvous-dir "$rdv" "$child" lines >"$tmp/od.out" 2>&1
 check "output-dir: nothing on the terminal" [ ! -s "$tmp/od.out" ]
 for r in 0 1; do
@@ -125,6 +155,49 @@ check "-n 0: exit 2" [ $? -eq 2 ]
 "$run" --help >"$tmp/help.out"
 check "--help: exit 0 and usage" grep -q "^usage: hidet-nccl-run" "$tmp/help.out"
 check "--version" grep -q "^hidet-nccl-run [0-9]" <("$run" --version)
+# Numbers by the one grammar (core/base/number.h; issue 27, item 3): digits only, then the
+# range; refused at once with exit 2 and a message naming the option, the value and the range.
+refused() { # program, expected message, arguments...
+    local prog=$1 want=$2
+    shift 2
+    timeout -s KILL 20 "$prog" "$@" >"$tmp/refused.out" 2>&1
+    local rc=$?
+    [ "$rc" -eq 2 ] && grep -qF -- "$want" "$tmp/refused.out" && return 0
+    echo "rc $rc for $*:"
+    cat "$tmp/refused.out"
+    return 1
+}
+check "-n ' 2'" refused "$run" "-n ' 2' is not a whole number in 1 .. 4096" -n ' 2' /bin/true
+check "-n 0x2" refused "$run" "-n '0x2' is not a whole number in 1 .. 4096" -n 0x2 /bin/true
+check "-n 5000" refused "$run" "-n '5000' is out of range: a whole number in 1 .. 4096" -n 5000 /bin/true
+check "--timeout 1e3" refused "$run" "--timeout '1e3' is not a number of seconds in (0, 10000000]" --timeout 1e3 \
+    -n 1 /bin/true
+check "--timeout ''" refused "$run" "--timeout '' is not a number of seconds" --timeout '' -n 1 /bin/true
+check "--grace ' 1'" refused "$run" "--grace ' 1' is not a number of seconds" --grace ' 1' -n 1 /bin/true
+check "--grace 0" refused "$run" "--grace '0' is out of range: seconds in (0, 10000000]" --grace 0 -n 1 /bin/true
+check "--trace-wait .5" refused "$run" "--trace-wait '.5' is not a number of seconds" --trace-wait .5 -n 1 /bin/true
+"$run" -n 1 --timeout 0.5 --grace 1.25 --rendezvous-dir "$rdv" /bin/true
+check "--timeout 0.5 --grace 1.25: taken" [ $? -eq 0 ]
+# The bench's: sizes are digits and at most one suffix K, M or G (no fraction: 1536K, not
+# 1.5M); this machine has no GPU, so a value let through would end in a CUDA error, not exit 2.
+size_range="is not a size in 1 .. 1024G bytes"
+for v in 1X 1.5M '' -1 ' 1' 1KK K 0 2048G; do
+    check "bench -b '$v'" refused "$bench" "-b '$v' $size_range" -b "$v"
+done
+check "bench -e 1M1" refused "$bench" "-e '1M1' $size_range" -e 1M1
+check "bench -b 2M -e 1M" refused "$bench" "-b 2097152 bytes is more than -e 1048576 bytes" -b 2M -e 1M
+check "bench -n x" refused "$bench" "-n 'x' is not a whole number in 1 .. 1000000" -n x
+check "bench -n 0" refused "$bench" "-n '0' is not a whole number in 1 .. 1000000" -n 0
+check "bench -w ' 5'" refused "$bench" "-w ' 5' is not a whole number in 0 .. 1000000" -w ' 5'
+check "bench -c 2" refused "$bench" "-c '2' is not a whole number in 0 .. 1" -c 2
+check "bench -r 1e3" refused "$bench" "-r '1e3' is not a whole number in 1 .. 1000" -r 1e3
+check "bench -f 1" refused "$bench" "-f '1' is not a factor in (1, 1024]" -f 1
+check "bench -f 2x" refused "$bench" "-f '2x' is not a factor in (1, 1024]" -f 2x
+# Good values pass the parser: -h after them prints the usage and exits 0.
+timeout -s KILL 20 "$bench" -b 8 -e 64k -b 1K -e 1G -f 1.5 -n 3 -w 0 -c 0 -r 1 -h >/dev/null 2>"$tmp/bench_h.err"
+rc=$?
+check "bench: good values taken (exit $rc)" [ "$rc" -eq 0 ]
+check "bench: good values taken, then the usage" grep -q "^usage:" "$tmp/bench_h.err"
 # A program that does not exist: 127, like a shell.
 "$run" -n 2 --rendezvous-dir "$rdv" /no/such/program 2>/dev/null
 check "missing executable: exit 127" [ $? -eq 127 ]

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/base/number.h"
 #include "hidet_nccl/bootstrap_mpi.h"
 #include "tools/support/raw_nccl.h"
 #include "tools/support/reference.h"
@@ -66,15 +67,49 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static size_t parse_size(const char *s) {
-    char *end;
-    double v = strtod(s, &end);
-    double mult = 1;
-    if (*end == 'K' || *end == 'k') mult = 1024.0;
-    else if (*end == 'M' || *end == 'm') mult = 1024.0 * 1024;
-    else if (*end == 'G' || *end == 'g') mult = 1024.0 * 1024 * 1024;
-    if (v <= 0) DIE("bad size '%s'", s);
-    return (size_t)(v * mult);
+/* The numbers of the command line, by the one grammar (core/base/number.h): decimal digits and
+ * nothing else, then the range; a bad one ends the run with status 2 before MPI, CUDA or NCCL is
+ * touched (strtod and atoi read '1X' as 1 and 'x' as 0, and the run went on with those). */
+#define MAX_SIZE_G 1024 /* sizes up to 1024G: beyond any GPU's memory */
+
+static void bad_option(const char *flag, const char *value, const char *expected) __attribute__((noreturn));
+static void bad_option(const char *flag, const char *value, const char *expected) {
+    fprintf(stderr, "hidet-nccl-bench: %s '%s' is not %s\n", flag, value, expected);
+    exit(2);
+}
+
+/* A size in bytes: digits, then at most one suffix K, M or G (powers of 1024, either case), as
+ * nccl-tests takes them; no fraction (1.5M is 1536K), in 1 .. 1024G. */
+static size_t parse_size(const char *flag, const char *s) {
+    char digits[24];
+    size_t n = strlen(s), mult = 1;
+    char last = n > 0 ? s[n - 1] : '\0';
+    if (last == 'K' || last == 'k') mult = (size_t)1 << 10;
+    else if (last == 'M' || last == 'm') mult = (size_t)1 << 20;
+    else if (last == 'G' || last == 'g') mult = (size_t)1 << 30;
+    if (mult > 1) n--;
+    uint64_t v = 0;
+    int ok = n < sizeof digits; /* longer: past the range anyway */
+    if (ok) {
+        memcpy(digits, s, n);
+        digits[n] = '\0';
+        ok = hn_parse_uint(digits, 1, ((uint64_t)MAX_SIZE_G << 30) / mult, &v) == HN_NUMBER_OK;
+    }
+    if (!ok)
+        bad_option(flag, s, "a size in 1 .. 1024G bytes: digits, then at most one of K, M, G (x1024 each: 64K, "
+                            "128M; no fraction, sign or space)");
+    return (size_t)v * mult;
+}
+
+/* A whole number in lo .. hi. */
+static int parse_count(const char *flag, const char *s, int lo, int hi) {
+    int v;
+    if (hn_parse_int(s, lo, hi, &v) != HN_NUMBER_OK) {
+        char expected[96];
+        snprintf(expected, sizeof expected, "a whole number in %d .. %d (decimal digits only)", lo, hi);
+        bad_option(flag, s, expected);
+    }
+    return v;
 }
 
 /* The slowest rank's value (the collective finishes when it does). */
@@ -360,13 +395,16 @@ static void parse_options(int argc, char **argv) {
     static const struct option long_options[] = {{"tune", required_argument, NULL, 't'}, {NULL, 0, NULL, 0}};
     while ((c = getopt_long(argc, argv, "b:e:f:n:w:d:o:c:r:T:mt:C:h", long_options, NULL)) != -1) {
         switch (c) {
-            case 'b': o.min_bytes = parse_size(optarg); break;
-            case 'e': o.max_bytes = parse_size(optarg); break;
-            case 'f': o.factor = atof(optarg); break;
-            case 'n': o.iters = atoi(optarg); break;
-            case 'w': o.warmup = atoi(optarg); break;
-            case 'c': o.check = atoi(optarg); break;
-            case 'r': o.reps = atoi(optarg); break;
+            case 'b': o.min_bytes = parse_size("-b", optarg); break;
+            case 'e': o.max_bytes = parse_size("-e", optarg); break;
+            case 'f':
+                if (hn_parse_decimal(optarg, 1, 1, 1024, &o.factor) != HN_NUMBER_OK)
+                    bad_option("-f", optarg, "a factor in (1, 1024] (digits, optionally '.' and digits: 2, 1.5)");
+                break;
+            case 'n': o.iters = parse_count("-n", optarg, 1, 1000000); break;
+            case 'w': o.warmup = parse_count("-w", optarg, 0, 1000000); break;
+            case 'c': o.check = parse_count("-c", optarg, 0, 1); break;
+            case 'r': o.reps = parse_count("-r", optarg, 1, 1000); break;
             case 'T': o.tmpdir = optarg; break;
             case 'm': o.modes = 1; break;
             case 't': o.tune_file = optarg; o.modes = 1; break;
@@ -383,7 +421,10 @@ static void parse_options(int argc, char **argv) {
                 exit(c == 'h' ? 0 : 2);
         }
     }
-    if (o.factor <= 1 || o.iters < 1 || o.reps < 1 || o.min_bytes > o.max_bytes) DIE("bad options");
+    if (o.min_bytes > o.max_bytes) {
+        fprintf(stderr, "hidet-nccl-bench: -b %zu bytes is more than -e %zu bytes\n", o.min_bytes, o.max_bytes);
+        exit(2);
+    }
     if (o.coll != COLL_ALL_REDUCE && !o.modes) DIE("-C needs -m (the main table is all_reduce's)");
 }
 

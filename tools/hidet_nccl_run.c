@@ -8,10 +8,17 @@
  *   - --master-addr/--master-port: MASTER_ADDR and MASTER_PORT for the socket rendezvous, which
  *     the job's rank 0 hosts inside the library (the launcher opens no socket itself);
  *   - --rendezvous-dir with --nnodes and --job-key: a directory every node sees, as it is.
- * Supervision: output tagged [rank] or into per-rank logs, signals forwarded, the first failing
- * rank stops the others (SIGTERM, grace, SIGKILL to each rank's process group; SIGUSR1 first for
- * flight recorder dumps with --trace-on-failure), its exit code is the launcher's, and children
- * die with the launcher (PR_SET_PDEATHSIG). See usage(). */
+ * Supervision: output tagged [rank] (one tag per line, however long) or into per-rank logs,
+ * signals forwarded, the first failing rank stops the others (SIGTERM, grace, SIGKILL to each
+ * rank's process group; SIGUSR1 first for flight recorder dumps with --trace-on-failure), its
+ * exit code is the launcher's. Nothing the ranks start outlives the launcher:
+ *   - the ranks die with it (PR_SET_PDEATHSIG);
+ *   - it is their children's subreaper (PR_SET_CHILD_SUBREAPER), so what a rank leaves behind,
+ *     even in a session of its own, becomes the launcher's child and is killed at its exit;
+ *   - a watchdog (a child in a process group of its own) kills every rank's process group and
+ *     removes the private rendezvous directory when the launcher dies without saying it is done,
+ *     as under SIGKILL, which runs none of the launcher's code.
+ * See usage(). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,18 +29,29 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/base/number.h"
 #include "hidet_nccl/hidet_nccl.h"
 
 #define MAX_RANKS 4096
+
+/* A line longer than a stream's buffer goes out in pieces as it comes, the tag before the first
+ * only. While such a line is half out, its destination is held: the other streams that write
+ * there are not read, so no other line lands inside it. A hold ends with the line, or when its
+ * pieces stop coming for k_piece_gap_s or it has lasted k_line_hold_s (a progress bar that never
+ * ends its line, or a rank that waits for the held ones): the line is ended there and its rest
+ * starts a tagged line of its own, so a hold never makes the ranks wait for each other. */
+static const double k_piece_gap_s = 0.5, k_line_hold_s = 5;
 
 /* One output stream of a rank: the pipe it writes into, the line being assembled, and where
  * its lines go (our stdout or stderr, unless the rank has a log file). */
@@ -42,12 +60,16 @@ typedef struct {
     int dest;
     char partial[4096];
     size_t len;
+    int mid_line;      /* the start of the current line (and its tag) is out, its end is not */
+    double line_until; /* mid_line: the hold ends then, at the latest */
+    double piece_until; /* mid_line: ... or then, when no further piece has come */
 } stream_t;
 
 typedef struct {
     pid_t pid;       /* also its process group's id */
     stream_t out[2]; /* stdout, stderr */
     int log_fd;      /* --output-dir file, or -1 */
+    stream_t *log_holder; /* the stream whose long line is half written into log_fd, or NULL */
     int done;
     int status;
     double group_kill_at; /* after the rank exited: SIGKILL for what is left of its group then; 0: done */
@@ -74,6 +96,10 @@ static struct {
     int output_fd;         /* --output-dir */
     char key[64];
     rank_t *ranks;
+    stream_t *holder[2];   /* the stream whose long line is half written to our stdout, stderr */
+    int out_is_err;        /* our stdout and stderr are one file (2>&1): one destination */
+    int watch_fd;          /* the launcher's end of the watchdog's socket, or -1 */
+    pid_t watch_pid;       /* the watchdog, or 0 */
 } g;
 
 static void usage(FILE *f) {
@@ -87,7 +113,8 @@ static void usage(FILE *f) {
             "\n"
             "  -n, --np N             number of ranks (default: the visible GPUs, from\n"
             "                         CUDA_VISIBLE_DEVICES or /dev/nvidia*)\n"
-            "      --tag-output       prefix every output line with [rank]\n"
+            "      --tag-output       prefix every output line with [rank] (once per line, however\n"
+            "                         long)\n"
             "      --output-dir DIR   write each rank's output to DIR/rank.<rank>.log\n"
             "      --timeout S        bootstrap and init deadline in seconds (HIDET_NCCL_TIMEOUT)\n"
             "      --rendezvous-dir D make the job's private rendezvous directory inside D\n"
@@ -120,9 +147,16 @@ static void usage(FILE *f) {
             "forwarded to every rank and stop the job (a second one kills at once); SIGUSR1 and SIGUSR2\n"
             "are forwarded; a closed output (| head) stops the ranks with SIGTERM. Each rank runs in\n"
             "its own process group: what a rank leaves running gets SIGTERM when it exits and\n"
-            "SIGKILL after the grace period.\n");
+            "SIGKILL after the grace period; what left the group (setsid) is killed when\n"
+            "hidet-nccl-run exits. If hidet-nccl-run is killed (SIGKILL), the ranks die with it and a\n"
+            "watchdog kills their process groups and removes the rendezvous directory.\n");
 }
 
+static void sweep_children(void);
+static void watch_tell(int rank, pid_t pgid);
+static void watch_done(void);
+
+/* Once ranks run, what they started goes too (their groups are killed by the caller). */
 static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 static void die(int code, const char *fmt, ...) {
     va_list ap;
@@ -131,6 +165,10 @@ static void die(int code, const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
     va_end(ap);
+    if (g.watch_pid > 0) {
+        sweep_children();
+        watch_done();
+    }
     exit(code);
 }
 
@@ -159,26 +197,48 @@ static int visible_gpus(void) {
     return n;
 }
 
+/* The numbers of the command line, by the one grammar (core/base/number.h): decimal digits and
+ * nothing else (no sign, space, hex, exponent), then the range; strtol took ' 1' and '', and
+ * what it took was used. */
 static int parse_int(const char *s, int lo, int hi, const char *what) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v < lo || v > hi) die(2, "%s '%s' is not an integer in %d .. %d", what, s, lo, hi);
-    return (int)v;
-}
-
-static double parse_seconds(const char *s, const char *what) {
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || !(v > 0) || v > 1e7) die(2, "%s '%s' is not a positive number of seconds", what, s);
+    int v;
+    hn_number_t r = hn_parse_int(s, lo, hi, &v);
+    if (r == HN_NUMBER_RANGE) die(2, "%s '%s' is out of range: a whole number in %d .. %d", what, s, lo, hi);
+    if (r != HN_NUMBER_OK)
+        die(2, "%s '%s' is not a whole number in %d .. %d (decimal digits only: no sign, space, prefix or suffix)",
+            what, s, lo, hi);
     return v;
 }
 
-/* Removes the private rendezvous directory and this job's files in it, never by path: through
- * the descriptors taken when it was made, so that a directory swapped for a symbolic link to
- * someone else's (in a parent others may write) loses nothing but what this job made. */
-static void remove_rendezvous(void) {
-    if (g.rendezvous[0] == '\0' || g.shared_dir || g.dir_fd < 0) return; /* a shared directory is the user's */
+/* Seconds: digits, optionally '.' and digits, in (0, 1e7]: what the library takes for
+ * HIDET_NCCL_TIMEOUT, so that --timeout is refused here rather than by every rank. */
+static double parse_seconds(const char *s, const char *what) {
+    double v;
+    hn_number_t r = hn_parse_decimal(s, 0, 1, 1e7, &v);
+    if (r == HN_NUMBER_RANGE) die(2, "%s '%s' is out of range: seconds in (0, 10000000]", what, s);
+    if (r != HN_NUMBER_OK)
+        die(2, "%s '%s' is not a number of seconds in (0, 10000000] (decimal digits, optionally '.' and digits: "
+            "30, 0.5; no sign, space or exponent)", what, s);
+    return v;
+}
+
+/* --master-addr: a host name or address is never empty nor holds a space; the ranks would
+ * take either and fail later, each with "no bootstrap found" or a resolver error. */
+static const char *parse_host(const char *s, const char *what) {
+    if (*s == '\0') die(2, "%s '' is empty: give rank 0's host name or address", what);
+    for (const char *p = s; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            die(2, "%s '%s' is not a host name or address (it holds a space or a control character)", what, s);
+    return s;
+}
+
+/* Removes this job's files from the private rendezvous directory, then the directory, never by
+ * path: through the descriptors taken when it was made, so that a directory swapped for a
+ * symbolic link to someone else's (in a parent others may write) loses nothing but what this
+ * job made. 0 when done; -1 when the directory is not empty (a rank still dying may have just
+ * written into it: the watchdog tries again). */
+static int remove_rendezvous_once(void) {
+    if (g.rendezvous[0] == '\0' || g.shared_dir || g.dir_fd < 0) return 0; /* a shared directory is the user's */
     char ours[96];
     snprintf(ours, sizeof ours, "hidet-nccl.%s.", g.key); /* the bootstrap's files, and their temporaries */
     int fd = dup(g.dir_fd);
@@ -191,7 +251,17 @@ static void remove_rendezvous(void) {
         close(fd);
     }
     const char *base = strrchr(g.rendezvous, '/');
-    unlinkat(g.parent_fd, base ? base + 1 : g.rendezvous, AT_REMOVEDIR); /* not a link, nor a non-empty dir */
+    /* not a link, nor a non-empty directory */
+    if (unlinkat(g.parent_fd, base ? base + 1 : g.rendezvous, AT_REMOVEDIR) != 0 &&
+        (errno == ENOTEMPTY || errno == EEXIST))
+        return -1;
+    return 0;
+}
+
+/* The exit's removal (atexit): once, then the descriptors go. */
+static void remove_rendezvous(void) {
+    if (g.rendezvous[0] == '\0' || g.shared_dir || g.dir_fd < 0) return;
+    remove_rendezvous_once();
     close(g.dir_fd);
     close(g.parent_fd);
     g.dir_fd = g.parent_fd = -1;
@@ -246,36 +316,71 @@ static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, 
     _exit(127);
 }
 
-/* One line, byte for byte (a NUL in it included), with its prefix and a newline. A write to a
- * closed pipe fails with EPIPE, and its SIGPIPE reaches the main loop through the signalfd. */
-static void flush_line(const rank_t *r, int rank, const stream_t *s) {
-    char line[sizeof s->partial + 32];
-    size_t m = g.tag_output ? (size_t)snprintf(line, 32, "[%d] ", rank) : 0;
-    memcpy(line + m, s->partial, s->len);
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The slot that says which stream holds s's destination (its rank's log, or our stdout or
+ * stderr, one slot for both when they are one file). */
+static stream_t **holder_of(rank_t *r, const stream_t *s) {
+    if (r->log_fd >= 0) return &r->log_holder;
+    return &g.holder[s->dest == STDOUT_FILENO && !g.out_is_err ? 0 : 1];
+}
+
+/* 1 when another stream's long line is half written where s writes: s waits. */
+static int held_from(rank_t *r, const stream_t *s) {
+    const stream_t *h = *holder_of(r, s);
+    return h != NULL && h != s;
+}
+
+/* The buffered bytes, byte for byte (a NUL in them included), with the tag when they start a
+ * line; line_ends: the line is complete (a newline added if it has none), else more of it
+ * follows and s holds its destination until then. A write to a closed pipe fails with EPIPE,
+ * and its SIGPIPE reaches the main loop through the signalfd. */
+static void put_piece(rank_t *r, int rank, stream_t *s, int line_ends) {
+    char out[sizeof s->partial + 32];
+    size_t m = g.tag_output && !s->mid_line ? (size_t)snprintf(out, 32, "[%d] ", rank) : 0;
+    memcpy(out + m, s->partial, s->len);
     m += s->len;
-    if (s->partial[s->len - 1] != '\n') line[m++] = '\n';
+    if (line_ends && (s->len == 0 || s->partial[s->len - 1] != '\n')) out[m++] = '\n';
+    s->len = 0;
     int fd = r->log_fd >= 0 ? r->log_fd : s->dest;
-    for (size_t put = 0; put < m;) {
-        ssize_t w = write(fd, line + put, m - put);
+    for (size_t done = 0; done < m;) {
+        ssize_t w = write(fd, out + done, m - done);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return; /* nowhere to report it */
-        put += (size_t)w;
+        if (w <= 0) break; /* nowhere to report it */
+        done += (size_t)w;
+    }
+    stream_t **h = holder_of(r, s);
+    double t = now_s();
+    if (line_ends) {
+        s->mid_line = 0;
+        if (*h == s) *h = NULL;
+    } else {
+        if (!s->mid_line) s->line_until = t + k_line_hold_s;
+        s->mid_line = 1;
+        s->piece_until = t + k_piece_gap_s;
+        *h = s;
     }
 }
 
-/* Passes data on line by line (prefixed with [rank] when tagging); eof flushes the rest. */
-static void emit(const rank_t *r, int rank, stream_t *s, const char *data, size_t n, int eof) {
+/* Passes data on line by line (prefixed with [rank] when tagging), a line longer than the
+ * buffer in pieces under one tag; eof ends the last line. */
+static void emit(rank_t *r, int rank, stream_t *s, const char *data, size_t n, int eof) {
     for (size_t i = 0; i < n; i++) {
         s->partial[s->len++] = data[i];
-        if (data[i] == '\n' || s->len == sizeof s->partial - 1) {
-            flush_line(r, rank, s);
-            s->len = 0;
-        }
+        if (data[i] == '\n') put_piece(r, rank, s, 1);
+        else if (s->len == sizeof s->partial) put_piece(r, rank, s, 0);
     }
-    if (eof && s->len) {
-        flush_line(r, rank, s);
-        s->len = 0;
-    }
+    if (eof && (s->len > 0 || s->mid_line)) put_piece(r, rank, s, 1);
+}
+
+/* A held destination whose line has stopped coming (or has been held too long) is let go: the
+ * line ends there; what follows of it is tagged anew. */
+static void end_stalled_line(rank_t *r, int rank, stream_t *s, double t) {
+    if (s->mid_line && *holder_of(r, s) == s && (t >= s->piece_until || t >= s->line_until)) put_piece(r, rank, s, 1);
 }
 
 /* Reads what is there and passes it on; at the end of the stream flushes the last line and
@@ -292,6 +397,13 @@ static void pump(rank_t *r, int rank, stream_t *s) {
     s->fd = -1;
 }
 
+/* An exited rank's group is over (killed, or found empty): the launcher and the watchdog
+ * forget its number, which may be another group's from now on. */
+static void group_over(int i) {
+    g.ranks[i].group_kill_at = 0;
+    watch_tell(i, 0);
+}
+
 /* sig to every rank's process group: the running ranks', and what is left of the groups of
  * ranks that have exited (their children) until those are killed. */
 static void signal_all(int sig) {
@@ -299,14 +411,8 @@ static void signal_all(int sig) {
         rank_t *r = &g.ranks[i];
         if (r->pid <= 0 || (r->done && r->group_kill_at == 0)) continue;
         kill(-r->pid, sig);
-        if (sig == SIGKILL && r->done) r->group_kill_at = 0;
+        if (sig == SIGKILL && r->done) group_over(i);
     }
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* The multi-node options agree with each other. */
@@ -347,7 +453,7 @@ static int parse_args(int argc, char **argv) {
     g.grace_s = 5;
     g.trace_wait_s = 10;
     g.n = -1;
-    g.parent_fd = g.dir_fd = g.output_fd = -1;
+    g.parent_fd = g.dir_fd = g.output_fd = g.watch_fd = -1;
     static const struct option opts[] = {
         {"np", required_argument, NULL, 'n'},         {"tag-output", no_argument, NULL, 't'},
         {"output-dir", required_argument, NULL, 'o'}, {"timeout", required_argument, NULL, 'T'},
@@ -371,7 +477,7 @@ static int parse_args(int argc, char **argv) {
             case 'k': g.keep_going = 1; break;
             case 'N': g.nnodes = parse_int(optarg, 1, MAX_RANKS, "--nnodes"); break;
             case 'K': g.node_rank = parse_int(optarg, 0, MAX_RANKS - 1, "--node-rank"); break;
-            case 'A': g.master_addr = optarg; break;
+            case 'A': g.master_addr = parse_host(optarg, "--master-addr"); break;
             case 'P': g.master_port = parse_int(optarg, 1, 65535, "--master-port"); break;
             case 'J': g.job_key = optarg; break;
             case 'D': g.trace_dir = optarg; break;
@@ -455,6 +561,175 @@ static int signal_fd(void) {
     return sfd;
 }
 
+/* The watchdog. SIGKILL runs none of the launcher's code: the ranks die with it (their
+ * PR_SET_PDEATHSIG), but not what they started (a fork does not inherit PDEATHSIG, and only the
+ * launcher killed the ranks' process groups), and no atexit removes the rendezvous directory.
+ * So a child of the launcher, in a process group of its own (a kill of the launcher's group,
+ * as timeout(1) sends, spares it) and deaf to the signals that stop a job, holds one end of a
+ * socket that only the launcher holds the other end of. The launcher tells it each rank's
+ * process group, and when it has killed one (the number may be anyone's after that). When the
+ * socket ends without the launcher's "done", the launcher is gone: the watchdog kills every
+ * group it still knows and removes the private rendezvous directory. */
+typedef struct {
+    int32_t rank; /* -1: done, everything cleaned up by the launcher */
+    int32_t pgid; /* the rank's process group; 0: the launcher killed it */
+} watch_msg_t;
+
+/* The watchdog is gone (killed by someone): say what that costs, once. */
+static void watch_lost(const char *why) {
+    if (g.watch_fd < 0) return;
+    fprintf(stderr, "hidet-nccl-run: the watchdog (pid %d) %s: if this launcher is killed now, what its ranks "
+            "started may be left running\n", (int)g.watch_pid, why);
+    close(g.watch_fd);
+    g.watch_fd = -1;
+}
+
+static void watch_tell(int rank, pid_t pgid) {
+    if (g.watch_fd < 0) return;
+    watch_msg_t m = {rank, (int32_t)pgid};
+    ssize_t w;
+    do {
+        w = send(g.watch_fd, &m, sizeof m, MSG_NOSIGNAL); /* no SIGPIPE: that one means our output is gone */
+    } while (w < 0 && errno == EINTR);
+    if (w != (ssize_t)sizeof m) watch_lost(w < 0 ? strerror(errno) : "took part of a message");
+}
+
+/* The watchdog's end: after "done", nothing to do; the launcher waits for it to exit. */
+static void watch_done(void) {
+    watch_tell(-1, 0);
+    if (g.watch_fd >= 0) { /* still there: the message went */
+        close(g.watch_fd);
+        g.watch_fd = -1;
+    }
+    if (g.watch_pid > 0) waitpid(g.watch_pid, NULL, 0);
+    g.watch_pid = 0;
+}
+
+/* In the watchdog: its own process group, the stopping signals ignored (Ctrl-C reaches the
+ * launcher, which stops the job and then says "done"), no hold on our stdin and stdout. */
+static void watchdog_setup(int sfd) {
+    setpgid(0, 0);
+    close(sfd);
+    if (g.output_fd >= 0) close(g.output_fd);
+    static const int k_deaf[] = {SIGTSTP, SIGTTIN, SIGTTOU};
+    for (size_t i = 0; i < sizeof k_stopping / sizeof k_stopping[0]; i++) signal(k_stopping[i], SIG_IGN);
+    for (size_t i = 0; i < sizeof k_deaf / sizeof k_deaf[0]; i++) signal(k_deaf[i], SIG_IGN);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+        if (null > STDERR_FILENO) close(null);
+    }
+}
+
+/* In the watchdog: the launcher's messages until the socket ends, then, unless it said "done",
+ * its cleanup. A dying rank may still write into the rendezvous directory after the kill:
+ * the removal is tried again for up to 2 s. _exit: the launcher's atexit work is not ours. */
+static void watchdog_run(int fd, pid_t *pgid, pid_t launcher) __attribute__((noreturn));
+static void watchdog_run(int fd, pid_t *pgid, pid_t launcher) {
+    for (;;) {
+        watch_msg_t m;
+        ssize_t got = recv(fd, &m, sizeof m, 0);
+        if (got < 0 && errno == EINTR) continue;
+        if (got != (ssize_t)sizeof m) break; /* end of file: the launcher has exited or was killed */
+        if (m.rank < 0) _exit(0);
+        if (m.rank < g.n) pgid[m.rank] = m.pgid;
+    }
+    int killed = 0;
+    for (int i = 0; i < g.n; i++)
+        if (pgid[i] > 0 && kill(-pgid[i], SIGKILL) == 0) killed++;
+    int left = 0;
+    for (int tries = 0; (left = remove_rendezvous_once()) != 0 && tries < 100; tries++) usleep(20 * 1000);
+    fprintf(stderr, "hidet-nccl-run: the launcher (pid %d) ended without stopping its ranks: its watchdog killed %d "
+            "rank process group(s)\n", (int)launcher, killed);
+    if (left) fprintf(stderr, "hidet-nccl-run: watchdog: cannot empty the rendezvous directory %s\n", g.rendezvous);
+    _exit(0);
+}
+
+/* Starts the watchdog: after the signals are blocked (a Ctrl-C now is the job's, not the end
+ * of either process) and before any rank (a rank holds the launcher's end only until its exec,
+ * which closes it). */
+static void start_watchdog(int sfd) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) die(1, "socketpair: %s", strerror(errno));
+    pid_t *pgid = calloc((size_t)g.n, sizeof *pgid);
+    if (pgid == NULL) die(1, "out of memory");
+    pid_t launcher = getpid();
+    pid_t pid = fork();
+    if (pid < 0) die(1, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(sv[0]);
+        watchdog_setup(sfd);
+        watchdog_run(sv[1], pgid, launcher);
+    }
+    setpgid(pid, pid); /* also here, so that it is in its own group before any signal to ours */
+    free(pgid);
+    close(sv[1]);
+    g.watch_fd = sv[0];
+    g.watch_pid = pid;
+}
+
+/* The parent of a process, from /proc/PID/stat ("pid (comm) state ppid ...": comm may hold
+ * spaces and parentheses, so the fields are read after the last ')'); -1 when it is gone. */
+static pid_t parent_of(const char *pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    char state;
+    int ppid;
+    return p != NULL && sscanf(p + 1, " %c %d", &state, &ppid) == 2 ? (pid_t)ppid : -1;
+}
+
+/* SIGKILL to every child of the launcher but the watchdog: as their subreaper, the launcher is
+ * the parent of every orphan the ranks left, whatever group or session it moved to. How many
+ * it signalled (zombies included, reaped next; one it may not signal, a setuid program, is not
+ * waited for). */
+static int kill_children(void) {
+    DIR *d = opendir("/proc");
+    if (d == NULL) return 0;
+    pid_t self = getpid();
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        uint64_t pid;
+        if (hn_parse_uint(e->d_name, 1, INT32_MAX, &pid) != HN_NUMBER_OK || (pid_t)pid == g.watch_pid) continue;
+        if (parent_of(e->d_name) == self && kill((pid_t)pid, SIGKILL) == 0) n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* At the end, after the ranks' groups are killed: every child left (what escaped its rank's
+ * group with setsid or setpgid) is killed and reaped, and the children those leave come to us
+ * in turn, until none is left; one that does not die within 2 s (stuck in the kernel) is left
+ * and counted. */
+static void sweep_children(void) {
+    double until = now_s() + 2;
+    for (;;) {
+        for (pid_t pid; (pid = waitpid(-1, NULL, WNOHANG)) > 0;)
+            if (pid == g.watch_pid) {
+                g.watch_pid = 0;
+                watch_lost("has exited");
+            }
+        int left = kill_children();
+        if (left == 0) return;
+        if (now_s() >= until) {
+            fprintf(stderr, "hidet-nccl-run: %d process(es) the ranks started are still there 2 s after SIGKILL\n",
+                    left);
+            return;
+        }
+        nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+    }
+}
+
 /* Rank i's log, created new through the output directory's descriptor and never through a
  * symbolic link: a log this user left before is replaced; a link, or a file of another user,
  * (planted in a directory others may write) is refused. fd, or -1 and why. */
@@ -507,6 +782,7 @@ static void spawn(int i, char **child_argv) {
     if (pid == 0) start_child(i, op, ep, r->log_fd, self, child_argv);
     setpgid(pid, pid); /* also here, so the group exists before any kill */
     r->pid = pid;
+    watch_tell(i, pid);
     if (g.tag_output) {
         close(op[1]);
         close(ep[1]);
@@ -592,16 +868,21 @@ static void end_dump_wait(job_t *job) {
 static void reap(job_t *job) {
     for (;;) {
         int status;
-        pid_t pid = waitpid(-1, &status, WNOHANG);
+        pid_t pid = waitpid(-1, &status, WNOHANG); /* a rank, an orphan it left (we are its subreaper) */
         if (pid <= 0) return;
+        if (pid == g.watch_pid) {
+            g.watch_pid = 0;
+            watch_lost(WIFSIGNALED(status) ? "was killed" : "has exited");
+        }
         for (int i = 0; i < g.n; i++) {
             rank_t *r = &g.ranks[i];
             if (r->pid != pid || r->done) continue;
             r->done = 1;
             r->status = status;
             job->running--;
-            kill(-r->pid, SIGTERM); /* what it left running (torchrun ends a worker's group too) */
-            r->group_kill_at = now_s() + g.grace_s;
+            /* what it left running (torchrun ends a worker's group too); nothing: the group is over */
+            if (kill(-r->pid, SIGTERM) == 0) r->group_kill_at = now_s() + g.grace_s;
+            else group_over(i);
             if (job->running == 0) job->drain_deadline = now_s() + g.grace_s + 0.5;
             int failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
             if (failed && job->first_rank < 0 && !job->forwarded) {
@@ -625,13 +906,26 @@ static int pipes_open(void) {
     return 0;
 }
 
+/* When the hold of a destination ends at the latest (0: none held). */
+static double hold_ends(const stream_t *h) {
+    if (h == NULL) return 0;
+    return h->piece_until < h->line_until ? h->piece_until : h->line_until;
+}
+
 /* The earliest of the deadlines the loop keeps, as a poll timeout in ms (-1: none). */
 static int next_wait_ms(const job_t *job) {
     double next = job->stop_deadline > 0 ? job->stop_deadline : 0;
     if (job->trace_until > 0) next = now_s() + 0.05; /* look for the dumps every 50 ms */
     if (job->running == 0 && (next == 0 || job->drain_deadline < next)) next = job->drain_deadline;
-    for (int i = 0; i < g.n; i++)
-        if (g.ranks[i].group_kill_at > 0 && (next == 0 || g.ranks[i].group_kill_at < next)) next = g.ranks[i].group_kill_at;
+    double at[2] = {hold_ends(g.holder[0]), hold_ends(g.holder[1])};
+    for (int w = 0; w < 2; w++)
+        if (at[w] > 0 && (next == 0 || at[w] < next)) next = at[w];
+    for (int i = 0; i < g.n; i++) {
+        const rank_t *r = &g.ranks[i];
+        double log_at = hold_ends(r->log_holder);
+        if (r->group_kill_at > 0 && (next == 0 || r->group_kill_at < next)) next = r->group_kill_at;
+        if (log_at > 0 && (next == 0 || log_at < next)) next = log_at;
+    }
     if (next == 0) return -1;
     double left = next - now_s();
     return left > 0 ? (int)(left * 1000) + 1 : 0;
@@ -649,14 +943,22 @@ static void kill_overdue(job_t *job) {
         rank_t *r = &g.ranks[i];
         if (r->group_kill_at > 0 && t >= r->group_kill_at) {
             kill(-r->pid, SIGKILL);
-            r->group_kill_at = 0;
+            group_over(i);
         }
     }
 }
 
+/* Every held destination whose hold is over is let go. */
+static void end_stalled_lines(void) {
+    double t = now_s();
+    for (int i = 0; i < g.n; i++)
+        for (int w = 0; w < 2; w++) end_stalled_line(&g.ranks[i], i, &g.ranks[i].out[w], t);
+}
+
 /* Until every rank has exited and their output is read: output, signals, exits, the grace
  * periods. A process a rank left behind that keeps the pipe open (`sleep 100 &`) holds the
- * loop only for the grace period, after which its group is killed and the pipe let go. */
+ * loop only for the grace period, after which its group is killed and the pipe let go. A
+ * stream whose destination another stream holds is not read until it is let go. */
 static void run_loop(int sfd, job_t *job) {
     struct pollfd *fds = calloc((size_t)(2 * g.n + 1), sizeof *fds);
     if (fds == NULL) die(1, "out of memory");
@@ -664,14 +966,21 @@ static void run_loop(int sfd, job_t *job) {
         int k = 0;
         fds[k++] = (struct pollfd){sfd, POLLIN, 0};
         for (int i = 0; i < g.n; i++)
-            for (int w = 0; w < 2; w++) fds[k++] = (struct pollfd){g.ranks[i].out[w].fd, POLLIN, 0};
+            for (int w = 0; w < 2; w++) {
+                stream_t *s = &g.ranks[i].out[w];
+                fds[k++] = (struct pollfd){held_from(&g.ranks[i], s) ? -1 : s->fd, POLLIN, 0};
+            }
         int pr = poll(fds, (nfds_t)k, next_wait_ms(job));
         if (pr < 0 && errno != EINTR) break;
         kill_overdue(job);
+        end_stalled_lines();
         for (int i = 0; i < g.n; i++)
             for (int w = 0; w < 2; w++) {
                 const struct pollfd *p = &fds[1 + 2 * i + w];
-                if (p->fd >= 0 && (p->revents & (POLLIN | POLLHUP | POLLERR))) pump(&g.ranks[i], i, &g.ranks[i].out[w]);
+                stream_t *s = &g.ranks[i].out[w];
+                /* held since the poll: a stream read just before took the destination */
+                if (p->fd >= 0 && (p->revents & (POLLIN | POLLHUP | POLLERR)) && !held_from(&g.ranks[i], s))
+                    pump(&g.ranks[i], i, s);
             }
         forward_signals(sfd, job);
         reap(job);
@@ -701,25 +1010,49 @@ static int report(const job_t *job) {
     return 0;
 }
 
+/* At the end: each stream's last line ended (the lines half out first, so that no other line
+ * lands inside them); a pipe still held by a process we could not kill is let go. */
+static void flush_all(void) {
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < g.n; i++)
+            for (int w = 0; w < 2; w++) {
+                rank_t *r = &g.ranks[i];
+                stream_t *s = &r->out[w];
+                if (s->fd >= 0 && (pass == 1 || s->mid_line)) {
+                    emit(r, i, s, NULL, 0, 1);
+                    close(s->fd);
+                    s->fd = -1;
+                }
+            }
+    for (int i = 0; i < g.n; i++)
+        if (g.ranks[i].log_fd >= 0) close(g.ranks[i].log_fd);
+}
+
+/* 1 when our stdout and stderr are one file (2>&1, one terminal): their lines share its holds. */
+static int out_is_err(void) {
+    struct stat o, e;
+    return fstat(STDOUT_FILENO, &o) == 0 && fstat(STDERR_FILENO, &e) == 0 && o.st_dev == e.st_dev &&
+           o.st_ino == e.st_ino;
+}
+
 int main(int argc, char **argv) {
     char **child_argv = argv + parse_args(argc, argv);
-    make_rendezvous();
+    /* The ranks' orphans become our children, whatever group or session they moved to, so the
+     * end of the job finds them (on a kernel without it, they go to init as before). */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    g.out_is_err = out_is_err();
     int sfd = signal_fd();
+    make_rendezvous();
+    start_watchdog(sfd);
     g.ranks = calloc((size_t)g.n, sizeof *g.ranks);
     if (g.ranks == NULL) die(1, "out of memory");
     for (int i = 0; i < g.n; i++) spawn(i, child_argv);
     job_t job = {-1, 0, g.n, 0, 0, {0, 0}, -1, 0};
     run_loop(sfd, &job);
     signal_all(SIGKILL); /* nothing a rank started outlives the launcher */
-    for (int i = 0; i < g.n; i++) { /* a partial last line; a pipe still held is let go */
-        rank_t *r = &g.ranks[i];
-        for (int w = 0; w < 2; w++)
-            if (r->out[w].fd >= 0) {
-                emit(r, i, &r->out[w], NULL, 0, 1);
-                close(r->out[w].fd);
-            }
-        if (r->log_fd >= 0) close(r->log_fd);
-    }
+    sweep_children();    /* ... in its group or out of it */
+    flush_all();
     remove_rendezvous();
+    watch_done();
     return report(&job);
 }
