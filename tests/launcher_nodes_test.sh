@@ -12,6 +12,7 @@ mkdir -p "$tmp"
 passed=0
 failed=0
 check() { local what=$1; shift; if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $what"; fi; }
+not_in() { ! grep -q "$1" "$2"; }
 # Below Linux's ephemeral range (32768-60999), where a port may be held by any outgoing
 # connection: a master port in use would leave the other node waiting out its deadline.
 port() { echo $((20000 + (RANDOM * 32768 + RANDOM) % 12000)); }
@@ -30,6 +31,31 @@ cat "$tmp/s0.log" "$tmp/s1.log"
 check "socket: node 0 exits 0" [ "$rc0" -eq 0 ]
 check "socket: node 1 exits 0" [ "$rc1" -eq 0 ]
 check "socket: ranks 0 .. 5 of 6 each say 0 failed" [ "$(cat "$tmp/s0.log" "$tmp/s1.log" | grep -c 'of 6: bootstrap_env_peer socket: .* 0 failed')" -eq 6 ]
+
+check "socket without a secret: rank 0 says the rendezvous is unauthenticated" grep -q "without a job secret" "$tmp/s0.log"
+
+# The same with a job secret file on both nodes: no warning; a node with another secret is refused.
+two_nodes_secret() { # log prefix, node 0's secret file, node 1's
+    local p
+    p=$(port)
+    "$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 2 --timeout 20 \
+        --job-secret-file "$3" "$peer" socket >"$tmp/$1.1.log" 2>&1 &
+    local node1=$!
+    "$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 2 --timeout 20 \
+        --job-secret-file "$2" "$peer" socket >"$tmp/$1.0.log" 2>&1
+    rc0=$?
+    wait $node1
+    rc1=$?
+}
+(umask 077 && echo "a-secret-for-the-nodes-test-0001" >"$tmp/secret" && echo "another-secret-of-another-job-02" >"$tmp/other")
+two_nodes_secret secret "$tmp/secret" "$tmp/secret"
+cat "$tmp/secret.0.log" "$tmp/secret.1.log"
+check "socket with a secret file: both nodes exit 0" [ "$rc0" -eq 0 ] && [ "$rc1" -eq 0 ]
+check "socket with a secret file: 4 ranks say 0 failed" [ "$(cat "$tmp/secret.0.log" "$tmp/secret.1.log" | grep -c 'of 4: bootstrap_env_peer socket: .* 0 failed')" -eq 4 ]
+check "socket with a secret file: no warning" not_in "without a job secret" "$tmp/secret.0.log"
+two_nodes_secret wrong "$tmp/secret" "$tmp/other"
+check "a node with another secret: it fails" [ "$rc1" -ne 0 ]
+check "a node with another secret: refused, saying why" grep -q "proof of the job secret does not match" "$tmp/wrong.1.log"
 
 # Two nodes of 2 ranks through a directory both see.
 mkdir -m 700 "$tmp/shared"
@@ -72,6 +98,7 @@ check "--master-port 3e4" bad "--master-port '3e4' is not a whole number in 1 ..
 # An empty --master-addr was passed on, and every rank failed with "no bootstrap found".
 check "--master-addr ''" bad "--master-addr '' is empty" --master-addr '' --master-port 29500
 check "--master-addr 'a b'" bad "--master-addr 'a b' is not a host name or address" --master-addr 'a b' --master-port 1
+check "--job-secret-file that does not exist" bad "--job-secret-file $tmp/none: No such file" --job-secret-file "$tmp/none"
 
 # A node that never comes: node 0's rank 0 gives up at the deadline, naming the missing ranks.
 p=$(port)

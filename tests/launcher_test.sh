@@ -27,6 +27,18 @@ pids_gone() { # every pid recorded in $1 is gone
     done
 }
 
+# One node: every rank gets the same fresh job secret (64 hex digits), another for every job; a
+# secret in the environment is passed on as it is.
+secret_of() { "$run" -n 2 --tag-output sh -c 'echo "s=$HIDET_NCCL_JOB_SECRET f=$HIDET_NCCL_JOB_SECRET_FILE"'; }
+first=$(secret_of)
+second=$(secret_of)
+check "one node: both ranks hold one secret of 64 hex digits" \
+    [ "$(grep -oE 's=[0-9a-f]{64} ' <<<"$first" | sort -u | wc -l)" -eq 1 ] && [ "$(grep -c 's=' <<<"$first")" -eq 2 ]
+check "one node: another job, another secret" [ "$(grep -oE 's=[0-9a-f]+' <<<"$first" | head -1)" != \
+    "$(grep -oE 's=[0-9a-f]+' <<<"$second" | head -1)" ]
+check "a secret from the environment is kept" grep -q "s=mine-of-sixteen-bytes-or-more f=" \
+    <(HIDET_NCCL_JOB_SECRET=mine-of-sixteen-bytes-or-more secret_of)
+
 # 1, 4 and 16 ranks bootstrap over the file backend; every rank has rank 0's id bytes.
 for n in 1 4 16; do
     out=$tmp/boot$n.txt

@@ -90,6 +90,8 @@ static struct {
     const char *master_addr; /* the socket rendezvous at rank 0's host */
     int master_port;
     const char *job_key;     /* --job-key */
+    const char *secret_file; /* --job-secret-file: HIDET_NCCL_JOB_SECRET_FILE for the ranks */
+    char secret[65];         /* one node: a fresh random secret (HIDET_NCCL_JOB_SECRET), hex */
     int shared_dir;          /* --nnodes with --rendezvous-dir: that directory, as it is */
     char rendezvous[PATH_MAX];
     int parent_fd, dir_fd; /* the private rendezvous directory's parent, and the directory itself */
@@ -126,6 +128,11 @@ static void usage(FILE *f) {
             "      --master-port P    the port rank 0 listens on (with --master-addr)\n"
             "      --job-key KEY      the job's key, the same on every node (the socket rendezvous\n"
             "                         takes socket-<port> without it; a shared directory needs it)\n"
+            "      --job-secret-file F the job's secret, the same file content on every node (16 ..\n"
+            "                         4096 bytes, yours, mode 600): HIDET_NCCL_JOB_SECRET_FILE; the\n"
+            "                         ranks of the socket rendezvous prove they hold it. One node\n"
+            "                         makes a fresh secret itself; across nodes without one (or\n"
+            "                         $HIDET_NCCL_JOB_SECRET[_FILE]) the rendezvous is unauthenticated\n"
             "      --trace-dir DIR    the ranks' flight recorders dump into DIR (made if missing):\n"
             "                         HIDET_NCCL_TRACE_DIR; read the dumps with hidet-nccl-trace DIR\n"
             "      --trace-on-failure when a rank fails, send the others SIGUSR1 (a flight recorder\n"
@@ -140,7 +147,9 @@ static void usage(FILE *f) {
             "\n"
             "Each rank gets HIDET_NCCL_RANK, HIDET_NCCL_LOCAL_RANK, HIDET_NCCL_WORLD_SIZE,\n"
             "HIDET_NCCL_LOCAL_WORLD_SIZE (and RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE),\n"
-            "HIDET_NCCL_JOB_KEY and HIDET_NCCL_RENDEZVOUS_DIR, or MASTER_ADDR and MASTER_PORT. When a\n"
+            "HIDET_NCCL_JOB_KEY and HIDET_NCCL_RENDEZVOUS_DIR, or MASTER_ADDR and MASTER_PORT, and the\n"
+            "job's secret (HIDET_NCCL_JOB_SECRET, fresh and random, on one node; HIDET_NCCL_JOB_SECRET_FILE\n"
+            "with --job-secret-file); a secret already in the environment is passed on as it is. When a\n"
             "rank fails, the others get\n"
             "SIGTERM, then SIGKILL after the grace period, and hidet-nccl-run exits with that rank's\n"
             "code (128+signal if it was killed). SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGALRM are\n"
@@ -232,6 +241,15 @@ static const char *parse_host(const char *s, const char *what) {
     return s;
 }
 
+/* --job-secret-file: an existing file, made absolute (the ranks may change directory); the
+ * library checks what it holds and who may read it when a rank starts. */
+static const char *parse_secret_file(const char *s) {
+    static char path[PATH_MAX];
+    if (*s == '\0') die(2, "--job-secret-file '' is empty");
+    if (realpath(s, path) == NULL) die(2, "--job-secret-file %s: %s", s, strerror(errno));
+    return path;
+}
+
 /* Removes this job's files from the private rendezvous directory, then the directory, never by
  * path: through the descriptors taken when it was made, so that a directory swapped for a
  * symbolic link to someone else's (in a parent others may write) loses nothing but what this
@@ -300,6 +318,8 @@ static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, 
         setenv("HIDET_NCCL_RENDEZVOUS_DIR", g.rendezvous, 1);
     }
     if (g.timeout) setenv("HIDET_NCCL_TIMEOUT", g.timeout, 1);
+    if (g.secret_file) setenv("HIDET_NCCL_JOB_SECRET_FILE", g.secret_file, 1);
+    else if (g.secret[0]) setenv("HIDET_NCCL_JOB_SECRET", g.secret, 1);
     if (rank != 0) {
         int null = open("/dev/null", O_RDONLY);
         if (null >= 0) dup2(null, STDIN_FILENO);
@@ -463,7 +483,8 @@ static int parse_args(int argc, char **argv) {
         {"node-rank", required_argument, NULL, 'K'}, {"master-addr", required_argument, NULL, 'A'},
         {"master-port", required_argument, NULL, 'P'}, {"job-key", required_argument, NULL, 'J'},
         {"trace-dir", required_argument, NULL, 'D'}, {"trace-on-failure", no_argument, NULL, 'F'},
-        {"trace-wait", required_argument, NULL, 'W'}, {NULL, 0, NULL, 0},
+        {"trace-wait", required_argument, NULL, 'W'}, {"job-secret-file", required_argument, NULL, 'S'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "+n:hV", opts, NULL)) != -1) {
@@ -480,6 +501,7 @@ static int parse_args(int argc, char **argv) {
             case 'A': g.master_addr = parse_host(optarg, "--master-addr"); break;
             case 'P': g.master_port = parse_int(optarg, 1, 65535, "--master-port"); break;
             case 'J': g.job_key = optarg; break;
+            case 'S': g.secret_file = parse_secret_file(optarg); break;
             case 'D': g.trace_dir = optarg; break;
             case 'F': g.trace_on_failure = 1; break;
             case 'W': g.trace_wait_s = parse_seconds(optarg, "--trace-wait"); break;
@@ -507,6 +529,18 @@ static int parse_args(int argc, char **argv) {
     check_nodes();
     set_trace_dir();
     return optind;
+}
+
+/* The job's secret for the ranks: the file given, or one in the environment, as they are; on one
+ * node without either, a fresh one (32 random bytes, hex), so that only the ranks this launcher
+ * starts can join their rendezvous. Across nodes the launchers cannot agree on a fresh one. */
+static void make_secret(void) {
+    if (g.secret_file || getenv("HIDET_NCCL_JOB_SECRET_FILE") || getenv("HIDET_NCCL_JOB_SECRET")) return;
+    if (g.nnodes > 1) return; /* the library's rank 0 warns that the rendezvous is unauthenticated */
+    unsigned char rnd[32];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) die(1, "getrandom: %s", strerror(errno));
+    for (size_t i = 0; i < sizeof rnd; i++) snprintf(g.secret + 2 * i, 3, "%02x", rnd[i]);
+    explicit_bzero(rnd, sizeof rnd);
 }
 
 /* A fresh job key, and the job's private rendezvous directory (removed at every exit); or,
@@ -1043,6 +1077,7 @@ int main(int argc, char **argv) {
     g.out_is_err = out_is_err();
     int sfd = signal_fd();
     make_rendezvous();
+    make_secret();
     start_watchdog(sfd);
     g.ranks = calloc((size_t)g.n, sizeof *g.ranks);
     if (g.ranks == NULL) die(1, "out of memory");
