@@ -32,6 +32,8 @@ cuda_root=$(head -1 "$cuda_txt")
 nccl_inc=$(head -1 "$nccl_txt")
 mpi_inc=$(sed -n 1p "$mpi_txt")
 mpi_lib=$(sed -n 2p "$mpi_txt")
+# In the .pc files nccl.h's folder follows cudaroot (--define-variable=cudaroot=...) when it is CUDA's.
+case $nccl_inc in "$cuda_root/include") nccl_inc_pc='${cudaroot}/include' ;; *) nccl_inc_pc=$nccl_inc ;; esac
 install -d "$prefix/include/hidet_nccl" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/HidetNccl" "$prefix/bin"
 install -m 0644 "${headers[@]}" "$prefix/include/hidet_nccl/"
 install -m 0644 "$lib" "$prefix/lib/libhidet_nccl.a"
@@ -55,7 +57,7 @@ install -m 0755 "$bench" "$prefix/bin/hidet-nccl-bench"
 install -m 0755 "$trace" "$prefix/bin/hidet-nccl-trace"
 fill() { # template output
     sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" -e "s|@CUDA_ROOT@|$cuda_root|g" \
-        -e "s|@NCCL_INCLUDE@|$nccl_inc|g" -e "s|@MPI_INCLUDE@|$mpi_inc|g" -e "s|@MPI_LIB@|$mpi_lib|g" "$1" >"$2"
+        -e "s|@NCCL_INCLUDE@|$nccl_inc|g" -e "s|@NCCL_INCLUDE_PC@|$nccl_inc_pc|g" -e "s|@MPI_INCLUDE@|$mpi_inc|g" -e "s|@MPI_LIB@|$mpi_lib|g" "$1" >"$2"
     chmod 0644 "$2"
 }
 fill "$templates/hidet_nccl.pc.in" "$prefix/lib/pkgconfig/hidet_nccl.pc"

@@ -1,6 +1,7 @@
 /*
  * The MPI bootstrap (libhidet_nccl_mpi.a; the only part of hidet-nccl that includes mpi.h).
- * Link: -lhidet_nccl_mpi -lhidet_nccl -lcudart -ldl -lpthread -lz, plus MPI (mpicc does).
+ * Link (mpicc): -l:libhidet_nccl_mpi.a -l:libhidet_nccl.a -lcudart_static -ldl -lpthread -lrt -lz -lm,
+ * or `pkg-config --cflags --libs hidet_nccl_mpi` (docs/user_guide.md).
  *
  * MPI etiquette: the caller's communicator is duplicated (MPI_Comm_idup), never used
  * directly. MPI is initialized (MPI_Init_thread, MPI_THREAD_SERIALIZED) only if the

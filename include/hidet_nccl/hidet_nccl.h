@@ -9,8 +9,10 @@
  * returns a message for the calling thread that says what failed, with the values
  * involved. Nothing in this library calls abort() or exit() on bad input.
  *
- * NCCL is loaded at run time (see hidet_nccl_load()); link with
- *   -lhidet_nccl -lcudart -ldl -lpthread -lz    (no -lnccl)
+ * NCCL is loaded at run time (see hidet_nccl_load()); link the archive by name (a prefix also
+ * holds libhidet_nccl.so, which -lhidet_nccl would pick), with no -lnccl:
+ *   -L$PREFIX/lib -l:libhidet_nccl.a -L$CUDA_HOME/lib64 -lcudart_static -ldl -lpthread -lrt -lz -lm
+ * or `pkg-config --cflags --libs hidet_nccl` (README.md, docs/user_guide.md).
  */
 #ifndef HIDET_NCCL_HIDET_NCCL_H_
 #define HIDET_NCCL_HIDET_NCCL_H_
