@@ -2,8 +2,8 @@
 # Installs hidet-nccl into a prefix. Through Bazel:   bazel run //:install -- --prefix DIR
 # The leading arguments (given by the //:install target) name the built files:
 #   install.sh LIB LIB_MPI SO SO_MPI RUN BENCH TRACE CUDA_ROOT_TXT NCCL_INC_TXT MPI_PATHS_TXT A_TEMPLATE FILE... --prefix DIR
-# FILE: the public headers (*.h), the Fortran module's source (*.f90, into include/hidet_nccl/fortran)
-# and the Python package's files (*.py, into lib/python/hidet_nccl).
+# FILE: the public headers (*.h), the Fortran module's source (*.f90, into include/hidet_nccl/fortran),
+# tools/plot_bench.py (bin/hidet-nccl-plot) and the Python package's files (*.py, into lib/python/hidet_nccl).
 set -euo pipefail
 usage() { echo "usage: bazel run //:install -- --prefix DIR" >&2; exit 2; }
 [ $# -ge 12 ] || usage
@@ -13,6 +13,7 @@ shift 11
 headers=()
 pyfiles=()
 f90files=()
+plot=
 prefix=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -20,6 +21,7 @@ while [ $# -gt 0 ]; do
         --prefix=*) prefix=${1#--prefix=}; shift ;;
         -h|--help) usage ;;
         --*) echo "install: unknown option $1" >&2; usage ;;
+        */plot_bench.py) plot=$1; shift ;;
         *.py) pyfiles+=("$1"); shift ;;
         *.f90) f90files+=("$1"); shift ;;
         *) headers+=("$1"); shift ;;
@@ -55,6 +57,7 @@ if [ ${#pyfiles[@]} -gt 0 ]; then # PYTHONPATH=$prefix/lib/python: it finds the 
 fi
 install -m 0755 "$bench" "$prefix/bin/hidet-nccl-bench"
 install -m 0755 "$trace" "$prefix/bin/hidet-nccl-trace"
+[ -z "$plot" ] || install -m 0755 "$plot" "$prefix/bin/hidet-nccl-plot" # busbw plots of the bench's tables, SVG
 fill() { # template output
     sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" -e "s|@CUDA_ROOT@|$cuda_root|g" \
         -e "s|@NCCL_INCLUDE@|$nccl_inc|g" -e "s|@NCCL_INCLUDE_PC@|$nccl_inc_pc|g" -e "s|@MPI_INCLUDE@|$mpi_inc|g" -e "s|@MPI_LIB@|$mpi_lib|g" "$1" >"$2"

@@ -90,6 +90,7 @@ for so in libhidet_nccl libhidet_nccl_mpi; do
         grep -q "$f(MPI_Comm" "$prefix/include/hidet_nccl/bootstrap_mpi.h" || echo "$f"; done)
     check "the Fortran module binds every function of $so.so${unbound:+ (not: $unbound)}" [ -z "$unbound" ]
 done
+check "hidet-nccl-plot is installed and says how to use it" bash -c "'$prefix/bin/hidet-nccl-plot' 2>&1 | grep -q 'INPUT OUTPUT.svg'"
 check "hidet-nccl-trace --help" grep -q "^usage: hidet-nccl-trace" <("$prefix/bin/hidet-nccl-trace" --help)
 check "libhidet_nccl_mpi.so exports the MPI bootstrap" bash -c "nm -D --defined-only '$prefix/lib/libhidet_nccl_mpi.so' | grep -q ' hidet_nccl_mpi_init'"
 

@@ -4,6 +4,7 @@
     tools/plot_bench.py docs/data/bench_2xh200_mpi.txt docs/busbw_2xh200.svg
     tools/plot_bench.py --modes docs/data/buffers_2xh200.txt docs/buffers_2xh200.svg   (-m output: the library
         on its memory against raw plain, registered and window; the first table of the file)
+    tools/plot_bench.py [--title TEXT] [--modes] INPUT OUTPUT.svg   (default title: the input's header)
 
 Standard library only (no matplotlib), so it runs wherever python3 does.
 """
@@ -85,6 +86,9 @@ def svg(rows, title, series):
 
 def main():
     args = sys.argv[1:]
+    title = None
+    if args[:1] == ["--title"] and len(args) > 1:
+        title, args = html_escape(args[1]), args[2:]
     modes = args[:1] == ["--modes"]
     if modes:
         args = args[1:]
@@ -93,8 +97,28 @@ def main():
     rows = read_modes(args[0]) if modes else read(args[0])
     if not rows:
         sys.exit(f"no rows in {args[0]}")
-    title = "all_reduce float32 sum, 2 x H200 (NVLink), NCCL 2.28.9" + (", in place, 3 modes" if modes else "")
+    title = title or describe(args[0], modes)
     open(args[1], "w").write(svg(rows, title, MODES_SERIES if modes else TABLE_SERIES))
+
+
+def describe(path, modes):
+    """A title from the input: its first comment line naming the machine or NCCL (the bench's
+    header), else the file's name; what the table holds is said after it."""
+    for line in open(path):
+        if line.startswith("#") and ("NCCL" in line or " x " in line):
+            head = line.lstrip("# ").strip()
+            if head.startswith("hidet-nccl-bench:"):
+                head = head[len("hidet-nccl-bench:"):].strip()
+            nccl = line.split("; ")[1].split(" from ")[0] if "; NCCL" in line else ""
+            head = head.split("; ")[0] + (" (" + nccl + ")" if nccl else "")
+            break
+    else:
+        head = path.rsplit("/", 1)[-1]
+    return html_escape(head + (", in place, 3 modes" if modes else ""))
+
+
+def html_escape(text):
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 if __name__ == "__main__":
