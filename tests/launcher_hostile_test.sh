@@ -125,7 +125,7 @@ for sig in USR1 USR2 ALRM QUIT; do
     timeout -s KILL 30 tail --pid=$launcher -f /dev/null
     wait $launcher
     rc=$?
-    check "SIG$sig: the launcher exits (exit $rc)" [ "$rc" -ne 0 ] && [ "$rc" -ne 137 ]
+    check "SIG$sig: the launcher exits (exit $rc)" [ "$rc" -ne 0 -a "$rc" -ne 137 ]
     check "SIG$sig: the rendezvous directory is gone" [ -z "$(ls -A "$tmp/sig_parent")" ]
 done
 pkill -KILL -f "sleep 1004.$tag" 2>/dev/null

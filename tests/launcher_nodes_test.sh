@@ -50,12 +50,48 @@ two_nodes_secret() { # log prefix, node 0's secret file, node 1's
 (umask 077 && echo "a-secret-for-the-nodes-test-0001" >"$tmp/secret" && echo "another-secret-of-another-job-02" >"$tmp/other")
 two_nodes_secret secret "$tmp/secret" "$tmp/secret"
 cat "$tmp/secret.0.log" "$tmp/secret.1.log"
-check "socket with a secret file: both nodes exit 0" [ "$rc0" -eq 0 ] && [ "$rc1" -eq 0 ]
+check "socket with a secret file: both nodes exit 0" [ "$rc0" -eq 0 -a "$rc1" -eq 0 ]
 check "socket with a secret file: 4 ranks say 0 failed" [ "$(cat "$tmp/secret.0.log" "$tmp/secret.1.log" | grep -c 'of 4: bootstrap_env_peer socket: .* 0 failed')" -eq 4 ]
 check "socket with a secret file: no warning" not_in "without a job secret" "$tmp/secret.0.log"
 two_nodes_secret wrong "$tmp/secret" "$tmp/other"
 check "a node with another secret: it fails" [ "$rc1" -ne 0 ]
 check "a node with another secret: refused, saying why" grep -q "proof of the job secret does not match" "$tmp/wrong.1.log"
+
+# A rank is named by its rank in the job, never its index on the node (issue 31): two nodes of
+# 2 ranks with one --output-dir and --tag-output write rank.0.log .. rank.3.log, each holding its
+# own rank's lines under its own tag (node 1 wrote its ranks 2 and 3 over node 0's rank.0.log
+# and rank.1.log, tagged [0] and [1]).
+p=$(port)
+logs=$tmp/shared_logs
+"$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 2 --timeout 60 --output-dir "$logs" \
+    --tag-output "$peer" socket >"$tmp/o1.log" 2>&1 &
+node1=$!
+"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 2 --timeout 60 --output-dir "$logs" \
+    --tag-output "$peer" socket >"$tmp/o0.log" 2>&1
+rc0=$?
+wait $node1
+rc1=$?
+head -n 5 "$logs"/* "$tmp/o0.log" "$tmp/o1.log"
+check "one --output-dir: both nodes exit 0" [ "$rc0" -eq 0 -a "$rc1" -eq 0 ]
+check "one --output-dir: rank.0.log .. rank.3.log and nothing else" \
+    [ "$(cd "$logs" && ls | tr '\n' ' ')" = "rank.0.log rank.1.log rank.2.log rank.3.log " ]
+own_log() { # rank: its log holds its own line, and only lines tagged with its rank
+    local f=$logs/rank.$1.log
+    grep -q "^\[$1\] rank $1 of 4: bootstrap_env_peer socket: .* 0 failed" "$f" && [ "$(grep -cv "^\[$1\] " "$f")" -eq 0 ]
+}
+for r in 0 1 2 3; do check "one --output-dir: rank.$r.log is rank $r's, tagged [$r]" own_log $r; done
+# Node 1 alone (its ranks never meet anyone): tags on the terminal, the exit summary and the
+# message of a program that cannot run name ranks 2 and 3.
+p=$(port)
+node1=(--nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 2 --grace 1)
+"$run" "${node1[@]}" --tag-output sh -c 'echo "local $HIDET_NCCL_LOCAL_RANK"' >"$tmp/t1.out" 2>&1
+check "node 1: tags [2] and [3] on the terminal" [ "$(sort "$tmp/t1.out" | tr '\n' '|')" = "[2] local 0|[3] local 1|" ]
+"$run" "${node1[@]}" sh -c '[ "$HIDET_NCCL_LOCAL_RANK" = 1 ] && exit 3; sleep 30' >"$tmp/fail1.out" 2>&1
+rc=$?
+check "node 1: a failing rank's code ($rc)" [ "$rc" -eq 3 ]
+check "node 1: the summary names rank 3" grep -q "rank 3 exited with code 3" "$tmp/fail1.out"
+"$run" "${node1[@]}" --keep-going /no/such/program >"$tmp/none1.out" 2>&1 # both say it
+check "node 1: 'cannot run' names ranks 2 and 3" [ "$(grep -c "rank [23]: cannot run" "$tmp/none1.out")" -eq 2 ]
 
 # Two nodes of 2 ranks through a directory both see.
 mkdir -m 700 "$tmp/shared"
@@ -66,9 +102,9 @@ rc0=$?
 wait $node1
 rc1=$?
 cat "$tmp/f0.log" "$tmp/f1.log"
-check "shared directory: both nodes exit 0" [ "$rc0" -eq 0 ] && [ "$rc1" -eq 0 ]
+check "shared directory: both nodes exit 0" [ "$rc0" -eq 0 -a "$rc1" -eq 0 ]
 check "shared directory: 4 ranks say 0 failed" [ "$(cat "$tmp/f0.log" "$tmp/f1.log" | grep -c 'of 4: bootstrap_env_peer file: .* 0 failed')" -eq 4 ]
-check "shared directory: still there, and empty" [ -d "$tmp/shared" ] && [ -z "$(ls -A "$tmp/shared")" ]
+check "shared directory: still there, and empty" [ -d "$tmp/shared" -a -z "$(ls -A "$tmp/shared")" ]
 
 # The options must agree.
 bad() { # expected message, options...

@@ -1,8 +1,10 @@
 /* hidet-nccl-run: starts N local ranks of a program, as mpirun does for one node, and supervises
  * them; one launcher per node (--nnodes, --node-rank) makes a job of many nodes, node K's ranks
- * being K*N .. K*N+N-1. Each rank gets its rank, local rank and sizes (HIDET_NCCL_* and
- * torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE) and where to meet, which picks the
- * bootstrap hidet_nccl_init uses:
+ * being K*N .. K*N+N-1; what the launcher shows or names of a rank (its output's tag, its log
+ * file, its messages) is its rank in the job, never its index on the node. Each rank gets its
+ * rank, local rank and sizes (HIDET_NCCL_* and torchrun's RANK, LOCAL_RANK, WORLD_SIZE,
+ * LOCAL_WORLD_SIZE), the variables given with -x, and where to meet, which picks the bootstrap
+ * hidet_nccl_init uses:
  *   - one node: a fresh job key and a private rendezvous directory (0700, removed on every
  *     exit) for the shared-file bootstrap;
  *   - --master-addr/--master-port: MASTER_ADDR and MASTER_PORT for the socket rendezvous, which
@@ -18,7 +20,9 @@
  *   - a watchdog (a child in a process group of its own) kills every rank's process group and
  *     removes the private rendezvous directory when the launcher dies without saying it is done,
  *     as under SIGKILL, which runs none of the launcher's code.
- * See usage(). */
+ * The habits of the launchers users know are taken: mpirun's -np N and -x VAR[=VALUE],
+ * torchrun's --nproc-per-node N (--nproc_per_node). See usage(). */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -91,6 +95,8 @@ static struct {
     int master_port;
     const char *job_key;     /* --job-key */
     const char *secret_file; /* --job-secret-file: HIDET_NCCL_JOB_SECRET_FILE for the ranks */
+    char **env_x;            /* -x VAR=VALUE and -x VAR, as given (the words of argv) */
+    int n_env_x;
     char secret[65];         /* one node: a fresh random secret (HIDET_NCCL_JOB_SECRET), hex */
     int shared_dir;          /* --nnodes with --rendezvous-dir: that directory, as it is */
     char rendezvous[PATH_MAX];
@@ -106,18 +112,27 @@ static struct {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: hidet-nccl-run [options] [-n N] PROGRAM [ARGS...]\n"
+            "usage: hidet-nccl-run [options] [-n N] [-x VAR[=VALUE]]... PROGRAM [ARGS...]\n"
             "Starts N ranks of PROGRAM on this machine for hidet_nccl_init, like mpirun for one node.\n"
             "On many nodes, run one launcher per node with --nnodes and --node-rank, and either\n"
             "--master-addr/--master-port (the socket rendezvous at rank 0's host) or a --rendezvous-dir\n"
             "every node sees with a --job-key (the shared-file bootstrap). Options end at PROGRAM or\n"
             "at '--'.\n"
             "\n"
-            "  -n, --np N             number of ranks (default: the visible GPUs, from\n"
-            "                         CUDA_VISIBLE_DEVICES or /dev/nvidia*)\n"
+            "  -n, --np N             number of ranks on this node (default: the visible GPUs, from\n"
+            "                         CUDA_VISIBLE_DEVICES, a -x of it included, or /dev/nvidia*);\n"
+            "                         also -np N or -npN (mpirun), --nproc-per-node N and\n"
+            "                         --nproc_per_node N (torchrun)\n"
+            "  -x VAR=VALUE           set VAR to VALUE for the ranks (mpirun's -x; repeatable)\n"
+            "  -x VAR                 pass VAR on from this environment; an error when it is unset\n"
+            "                         (the ranks get the launcher's whole environment anyway).\n"
+            "                         VAR is a letter or _, then letters, digits and _; the\n"
+            "                         variables hidet-nccl-run sets itself (those named below,\n"
+            "                         HIDET_NCCL_TIMEOUT, HIDET_NCCL_TRACE_DIR) are refused\n"
             "      --tag-output       prefix every output line with [rank] (once per line, however\n"
-            "                         long)\n"
-            "      --output-dir DIR   write each rank's output to DIR/rank.<rank>.log\n"
+            "                         long); the rank is the rank in the job (K*n + i on node K)\n"
+            "      --output-dir DIR   write each rank's output to DIR/rank.<rank>.log (the rank in\n"
+            "                         the job: nodes may share DIR)\n"
             "      --timeout S        bootstrap and init deadline in seconds (HIDET_NCCL_TIMEOUT)\n"
             "      --rendezvous-dir D make the job's private rendezvous directory inside D\n"
             "                         (default $TMPDIR or /tmp); it is removed on every exit\n"
@@ -149,14 +164,14 @@ static void usage(FILE *f) {
             "HIDET_NCCL_LOCAL_WORLD_SIZE (and RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE),\n"
             "HIDET_NCCL_JOB_KEY and HIDET_NCCL_RENDEZVOUS_DIR, or MASTER_ADDR and MASTER_PORT, and the\n"
             "job's secret (HIDET_NCCL_JOB_SECRET, fresh and random, on one node; HIDET_NCCL_JOB_SECRET_FILE\n"
-            "with --job-secret-file); a secret already in the environment is passed on as it is. When a\n"
-            "rank fails, the others get\n"
-            "SIGTERM, then SIGKILL after the grace period, and hidet-nccl-run exits with that rank's\n"
-            "code (128+signal if it was killed). SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGALRM are\n"
-            "forwarded to every rank and stop the job (a second one kills at once); SIGUSR1 and SIGUSR2\n"
-            "are forwarded; a closed output (| head) stops the ranks with SIGTERM. Each rank runs in\n"
-            "its own process group: what a rank leaves running gets SIGTERM when it exits and\n"
-            "SIGKILL after the grace period; what left the group (setsid) is killed when\n"
+            "with --job-secret-file); a secret already in the environment is passed on as it is.\n"
+            "Tags, log names and messages name a rank by its rank in the job. When a rank fails, the\n"
+            "others get SIGTERM, then SIGKILL after the grace period, and hidet-nccl-run exits with\n"
+            "that rank's code (128+signal if it was killed). SIGINT, SIGTERM, SIGHUP, SIGQUIT and\n"
+            "SIGALRM are forwarded to every rank and stop the job (a second one kills at once); SIGUSR1\n"
+            "and SIGUSR2 are forwarded; a closed output (| head) stops the ranks with SIGTERM. Each\n"
+            "rank runs in its own process group: what a rank leaves running gets SIGTERM when it exits\n"
+            "and SIGKILL after the grace period; what left the group (setsid) is killed when\n"
             "hidet-nccl-run exits. If hidet-nccl-run is killed (SIGKILL), the ranks die with it and a\n"
             "watchdog kills their process groups and removes the rendezvous directory.\n");
 }
@@ -181,8 +196,14 @@ static void die(int code, const char *fmt, ...) {
     exit(code);
 }
 
+/* Rank i of this launcher is rank global_rank(i) of the job: what its tag, its log file and
+ * every message name (across nodes the index i repeats on every node). */
+static int global_rank(int i) { return g.node_rank * g.n + i; }
+
+static const char *rank_env(const char *name);
+
 static int visible_gpus(void) {
-    const char *v = getenv("CUDA_VISIBLE_DEVICES");
+    const char *v = rank_env("CUDA_VISIBLE_DEVICES");
     if (v != NULL) {
         int n = 0, in_item = 0;
         for (const char *p = v; *p; p++) {
@@ -300,7 +321,10 @@ static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, 
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    int global = g.node_rank * g.n + rank, world = g.nnodes * g.n;
+    /* -x first: the launcher's own variables below are never among them (refused) */
+    for (int k = 0; k < g.n_env_x; k++)
+        if (strchr(g.env_x[k], '=') != NULL) putenv(g.env_x[k]);
+    int global = global_rank(rank), world = g.nnodes * g.n;
     set_env_int("HIDET_NCCL_RANK", global);
     set_env_int("HIDET_NCCL_LOCAL_RANK", rank);
     set_env_int("HIDET_NCCL_WORLD_SIZE", world);
@@ -332,7 +356,7 @@ static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, 
         dup2(log_fd, STDERR_FILENO);
     }
     execvp(argv[0], argv);
-    fprintf(stderr, "hidet-nccl-run: rank %d: cannot run %s: %s\n", rank, argv[0], strerror(errno));
+    fprintf(stderr, "hidet-nccl-run: rank %d: cannot run %s: %s\n", global, argv[0], strerror(errno));
     _exit(127);
 }
 
@@ -355,13 +379,13 @@ static int held_from(rank_t *r, const stream_t *s) {
     return h != NULL && h != s;
 }
 
-/* The buffered bytes, byte for byte (a NUL in them included), with the tag when they start a
- * line; line_ends: the line is complete (a newline added if it has none), else more of it
- * follows and s holds its destination until then. A write to a closed pipe fails with EPIPE,
+/* The buffered bytes, byte for byte (a NUL in them included), with the tag (rank i's rank in
+ * the job) when they start a line; line_ends: the line is complete (a newline added if it has
+ * none), else more of it follows and s holds its destination until then. A write to a closed pipe fails with EPIPE,
  * and its SIGPIPE reaches the main loop through the signalfd. */
-static void put_piece(rank_t *r, int rank, stream_t *s, int line_ends) {
+static void put_piece(rank_t *r, int i, stream_t *s, int line_ends) {
     char out[sizeof s->partial + 32];
-    size_t m = g.tag_output && !s->mid_line ? (size_t)snprintf(out, 32, "[%d] ", rank) : 0;
+    size_t m = g.tag_output && !s->mid_line ? (size_t)snprintf(out, 32, "[%d] ", global_rank(i)) : 0;
     memcpy(out + m, s->partial, s->len);
     m += s->len;
     if (line_ends && (s->len == 0 || s->partial[s->len - 1] != '\n')) out[m++] = '\n';
@@ -388,31 +412,31 @@ static void put_piece(rank_t *r, int rank, stream_t *s, int line_ends) {
 
 /* Passes data on line by line (prefixed with [rank] when tagging), a line longer than the
  * buffer in pieces under one tag; eof ends the last line. */
-static void emit(rank_t *r, int rank, stream_t *s, const char *data, size_t n, int eof) {
-    for (size_t i = 0; i < n; i++) {
-        s->partial[s->len++] = data[i];
-        if (data[i] == '\n') put_piece(r, rank, s, 1);
-        else if (s->len == sizeof s->partial) put_piece(r, rank, s, 0);
+static void emit(rank_t *r, int i, stream_t *s, const char *data, size_t n, int eof) {
+    for (size_t k = 0; k < n; k++) {
+        s->partial[s->len++] = data[k];
+        if (data[k] == '\n') put_piece(r, i, s, 1);
+        else if (s->len == sizeof s->partial) put_piece(r, i, s, 0);
     }
-    if (eof && (s->len > 0 || s->mid_line)) put_piece(r, rank, s, 1);
+    if (eof && (s->len > 0 || s->mid_line)) put_piece(r, i, s, 1);
 }
 
 /* A held destination whose line has stopped coming (or has been held too long) is let go: the
  * line ends there; what follows of it is tagged anew. */
-static void end_stalled_line(rank_t *r, int rank, stream_t *s, double t) {
-    if (s->mid_line && *holder_of(r, s) == s && (t >= s->piece_until || t >= s->line_until)) put_piece(r, rank, s, 1);
+static void end_stalled_line(rank_t *r, int i, stream_t *s, double t) {
+    if (s->mid_line && *holder_of(r, s) == s && (t >= s->piece_until || t >= s->line_until)) put_piece(r, i, s, 1);
 }
 
 /* Reads what is there and passes it on; at the end of the stream flushes the last line and
  * closes it. */
-static void pump(rank_t *r, int rank, stream_t *s) {
+static void pump(rank_t *r, int i, stream_t *s) {
     char buf[4096];
     ssize_t n = read(s->fd, buf, sizeof buf);
     if (n > 0 || (n < 0 && errno == EINTR)) {
-        if (n > 0) emit(r, rank, s, buf, (size_t)n, 0);
+        if (n > 0) emit(r, i, s, buf, (size_t)n, 0);
         return;
     }
-    emit(r, rank, s, buf, 0, 1);
+    emit(r, i, s, buf, 0, 1);
     close(s->fd);
     s->fd = -1;
 }
@@ -454,7 +478,6 @@ static void check_nodes(void) {
     g.shared_dir = g.nnodes > 1 && !g.master_addr;
 }
 
-/* Options up to PROGRAM; returns the index of PROGRAM in argv. */
 /* --trace-dir (or the default of --trace-on-failure): made if missing, given to the ranks. */
 static void set_trace_dir(void) {
     if (g.trace_dir == NULL && g.trace_on_failure) {
@@ -469,13 +492,91 @@ static void set_trace_dir(void) {
     setenv("HIDET_NCCL_TRACE_DIR", g.trace_dir, 1);
 }
 
+/* The variables hidet-nccl-run sets for its ranks itself, and what they come from. A -x of one
+ * is refused, naming it: the launcher's value would silently win (or, for the secret and the
+ * deadline, fight it), and the rank, sizes and place to meet are the job's, not a rank's. */
+static const struct {
+    const char *name, *from;
+} k_ours[] = {
+    {"HIDET_NCCL_RANK", "-n, --nnodes and --node-rank"},
+    {"HIDET_NCCL_LOCAL_RANK", "the rank's index on this node"},
+    {"HIDET_NCCL_WORLD_SIZE", "-n and --nnodes"},
+    {"HIDET_NCCL_LOCAL_WORLD_SIZE", "-n"},
+    {"RANK", "-n, --nnodes and --node-rank"},
+    {"LOCAL_RANK", "the rank's index on this node"},
+    {"WORLD_SIZE", "-n and --nnodes"},
+    {"LOCAL_WORLD_SIZE", "-n"},
+    {"HIDET_NCCL_JOB_KEY", "--job-key, else a fresh one on one node"},
+    {"HIDET_NCCL_RENDEZVOUS_DIR", "--rendezvous-dir"},
+    {"MASTER_ADDR", "--master-addr"},
+    {"MASTER_PORT", "--master-port"},
+    {"HIDET_NCCL_TIMEOUT", "--timeout, else this environment's"},
+    {"HIDET_NCCL_TRACE_DIR", "--trace-dir, else this environment's"},
+    {"HIDET_NCCL_JOB_SECRET_FILE", "--job-secret-file, else this environment's"},
+    {"HIDET_NCCL_JOB_SECRET", "this environment's as it is, else a fresh one on one node; export it: a secret "
+                              "on a command line shows in ps"},
+};
+
+/* -x VAR=VALUE (VALUE for the ranks) or -x VAR (this environment's value, which must be there),
+ * mpirun's habit: VAR a letter or '_', then letters, digits and '_'; not one of k_ours. Kept as
+ * given; a rank puts the VAR=VALUE words into its environment before the launcher's own. The
+ * messages name VAR, never VALUE (it may be a secret). */
+static void add_env_x(char *arg) {
+    const char *eq = strchr(arg, '=');
+    size_t len = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
+    static const char k_name_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
+    if (len == 0 || (!isalpha((unsigned char)arg[0]) && arg[0] != '_') || strspn(arg, k_name_chars) != len)
+        die(2, "-x: '%.*s' is not an environment variable's name (a letter or _, then letters, digits and _); "
+            "give -x VAR=VALUE or -x VAR", (int)len, arg);
+    for (size_t k = 0; k < sizeof k_ours / sizeof k_ours[0]; k++)
+        if (strlen(k_ours[k].name) == len && strncmp(k_ours[k].name, arg, len) == 0)
+            die(2, "-x %s: hidet-nccl-run sets %s for its ranks itself (from %s); it cannot be given with -x",
+                k_ours[k].name, k_ours[k].name, k_ours[k].from);
+    if (eq == NULL && getenv(arg) == NULL)
+        die(2, "-x %s: %s is not set in hidet-nccl-run's environment (export it, or give -x %s=VALUE)", arg, arg,
+            arg);
+    g.env_x[g.n_env_x++] = arg;
+}
+
+/* What the ranks will see of a variable the launcher reads for them: the last -x VAR=VALUE of
+ * it, else this environment's. */
+static const char *rank_env(const char *name) {
+    size_t len = strlen(name);
+    for (int k = g.n_env_x - 1; k >= 0; k--)
+        if (strncmp(g.env_x[k], name, len) == 0 && g.env_x[k][len] == '=') return g.env_x[k] + len + 1;
+    return getenv(name);
+}
+
+/* The number of ranks, however spelt: -n N, -nN, --np N, torchrun's --nproc-per-node N and
+ * --nproc_per_node N (longindex: the long option, or -1), and mpirun's -np N and -npN. getopt
+ * reads "-np" as -n with the argument "p" (and "-np4" as -n "p4"): an argument taken from the
+ * option's own word that starts with 'p' is -np's, whose number follows the 'p' or is the next
+ * word (consumed here). "-n p" (two words) stays -n with a bad number. */
+static int parse_count(int argc, char **argv, int longindex, const struct option *opts) {
+    if (longindex >= 0) {
+        char what[64];
+        snprintf(what, sizeof what, "--%s", opts[longindex].name);
+        return parse_int(optarg, 1, MAX_RANKS, what);
+    }
+    if (optarg != argv[optind - 1] && optarg[0] == 'p') {
+        if (optarg[1] != '\0') return parse_int(optarg + 1, 1, MAX_RANKS, "-np");
+        if (optind >= argc) die(2, "-np needs a number of ranks: -np N");
+        return parse_int(argv[optind++], 1, MAX_RANKS, "-np");
+    }
+    return parse_int(optarg, 1, MAX_RANKS, "-n");
+}
+
+/* Options up to PROGRAM; returns the index of PROGRAM in argv. */
 static int parse_args(int argc, char **argv) {
     g.grace_s = 5;
     g.trace_wait_s = 10;
     g.n = -1;
     g.parent_fd = g.dir_fd = g.output_fd = g.watch_fd = -1;
+    g.env_x = calloc((size_t)argc, sizeof *g.env_x);
+    if (g.env_x == NULL) die(1, "out of memory");
     static const struct option opts[] = {
         {"np", required_argument, NULL, 'n'},         {"tag-output", no_argument, NULL, 't'},
+        {"nproc-per-node", required_argument, NULL, 'n'}, {"nproc_per_node", required_argument, NULL, 'n'},
         {"output-dir", required_argument, NULL, 'o'}, {"timeout", required_argument, NULL, 'T'},
         {"rendezvous-dir", required_argument, NULL, 'r'}, {"grace", required_argument, NULL, 'g'},
         {"keep-going", no_argument, NULL, 'k'},     {"help", no_argument, NULL, 'h'},
@@ -486,10 +587,11 @@ static int parse_args(int argc, char **argv) {
         {"trace-wait", required_argument, NULL, 'W'}, {"job-secret-file", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
-    int c;
-    while ((c = getopt_long(argc, argv, "+n:hV", opts, NULL)) != -1) {
+    int c, longindex = -1;
+    while ((c = getopt_long(argc, argv, "+n:x:hV", opts, &longindex)) != -1) {
         switch (c) {
-            case 'n': g.n = parse_int(optarg, 1, MAX_RANKS, "-n"); break;
+            case 'n': g.n = parse_count(argc, argv, longindex, opts); break;
+            case 'x': add_env_x(optarg); break;
             case 't': g.tag_output = 1; break;
             case 'o': g.output_dir = optarg; break;
             case 'T': parse_seconds(optarg, "--timeout"); g.timeout = optarg; break;
@@ -512,6 +614,7 @@ static int parse_args(int argc, char **argv) {
                 exit(0);
             default: usage(stderr); exit(2);
         }
+        longindex = -1;
     }
     if (optind >= argc) {
         fprintf(stderr, "hidet-nccl-run: no program to run\n");
@@ -764,12 +867,13 @@ static void sweep_children(void) {
     }
 }
 
-/* Rank i's log, created new through the output directory's descriptor and never through a
+/* Rank i's log, rank.<its rank in the job>.log (nodes that share the directory write their own
+ * files), created new through the output directory's descriptor and never through a
  * symbolic link: a log this user left before is replaced; a link, or a file of another user,
  * (planted in a directory others may write) is refused. fd, or -1 and why. */
 static int open_log(int i, char *why, size_t why_bytes) {
     char name[32];
-    snprintf(name, sizeof name, "rank.%d.log", i);
+    snprintf(name, sizeof name, "rank.%d.log", global_rank(i));
     for (int attempt = 0; attempt < 2; attempt++) {
         int fd = openat(g.output_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd >= 0) return fd;
@@ -869,7 +973,7 @@ static void ask_for_dumps(job_t *job, int failed) {
         if (!g.ranks[i].done && kill(g.ranks[i].pid, SIGUSR1) == 0) asked++;
     job->trace_until = now_s() + g.trace_wait_s;
     fprintf(stderr, "hidet-nccl-run: rank %d failed; %d other rank(s) asked for their flight recorder dumps "
-            "(SIGUSR1, up to %.0f s); read them with: hidet-nccl-trace %s\n", g.node_rank * g.n + failed, asked,
+            "(SIGUSR1, up to %.0f s); read them with: hidet-nccl-trace %s\n", global_rank(failed), asked,
             g.trace_wait_s, g.trace_dir);
 }
 
@@ -879,7 +983,7 @@ static int dumps_in(const job_t *job) {
         if (g.ranks[i].done) continue;
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/" HIDET_NCCL_TRACE_FILE_PREFIX "%d" HIDET_NCCL_TRACE_FILE_SUFFIX, g.trace_dir,
-                 g.node_rank * g.n + i);
+                 global_rank(i));
         struct stat st;
         if (stat(path, &st) != 0 || st.st_mtim.tv_sec < job->failed_at.tv_sec ||
             (st.st_mtim.tv_sec == job->failed_at.tv_sec && st.st_mtim.tv_nsec < job->failed_at.tv_nsec))
@@ -1030,11 +1134,11 @@ static int report(const job_t *job) {
         const char *others = g.keep_going ? "the other ranks were left to finish (--keep-going)"
                                           : "the other ranks were stopped";
         if (WIFEXITED(st))
-            fprintf(stderr, "hidet-nccl-run: rank %d exited with code %d; %s\n", job->first_rank, job->first_code,
-                    others);
+            fprintf(stderr, "hidet-nccl-run: rank %d exited with code %d; %s\n", global_rank(job->first_rank),
+                    job->first_code, others);
         else
-            fprintf(stderr, "hidet-nccl-run: rank %d was killed by signal %d (%s); %s\n", job->first_rank,
-                    WTERMSIG(st), strsignal(WTERMSIG(st)), others);
+            fprintf(stderr, "hidet-nccl-run: rank %d was killed by signal %d (%s); %s\n",
+                    global_rank(job->first_rank), WTERMSIG(st), strsignal(WTERMSIG(st)), others);
         return job->first_code;
     }
     if (job->forwarded) {
