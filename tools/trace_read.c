@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -84,6 +85,25 @@ void tr_say(FILE *out, const char *fmt, ...) {
     put_escaped(out, text != NULL ? text : small); /* out of memory: the first 1023 bytes */
     fputc('\n', out);
     if (text != small) free(text);
+}
+
+json_t *tr_json_string(const char *s) {
+    size_t len = strlen(s), k = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len && utf8_length(p + i) != 0) i += utf8_length(p + i);
+    if (i >= len) return json_string(s); /* UTF-8 throughout: as it is */
+    char *t = len < (SIZE_MAX - 1) / 4 ? malloc(4 * len + 1) : NULL;
+    if (t == NULL) return NULL;
+    for (i = 0; i < len;) {
+        size_t n = utf8_length(p + i);
+        if (n == 0) k += (size_t)sprintf(t + k, "\\x%02x", p[i++]);
+        else while (n-- > 0) t[k++] = (char)p[i++];
+    }
+    t[k] = '\0';
+    json_t *j = json_string(t);
+    free(t);
+    return j;
 }
 
 /* ---------------------------------------------------------------------- one dump */
@@ -352,4 +372,115 @@ long tr_read_path(tr_set_t *set, const char *path, FILE *err, int *refused) {
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return read_dir(set, path, err, refused);
     read_one(set, AT_FDCWD, path, path, err, refused);
     return 1;
+}
+
+/* ------------------------------------------------------------------ choosing dumps */
+
+static int compare_ranges(const void *a, const void *b) {
+    const tr_range_t *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* A rank at *p (digits only, at most TR_MAX_RANK) into *out, *p past it; -1 with why in err. */
+static int parse_rank(const char *list, const char **p, int *out, char *err, size_t err_size) {
+    const char *start = *p;
+    long long v = 0;
+    while (**p >= '0' && **p <= '9') {
+        if (v <= TR_MAX_RANK) v = v * 10 + (**p - '0');
+        ++*p;
+    }
+    if (*p == start) {
+        if (**p == '\0' || **p == ',' || **p == '-')
+            snprintf(err, err_size, "a rank is missing at byte %zu", (size_t)(start - list) + 1);
+        else snprintf(err, err_size, "'%c' at byte %zu is not a digit", **p, (size_t)(start - list) + 1);
+        return -1;
+    }
+    if (v > TR_MAX_RANK) {
+        snprintf(err, err_size, "the rank at byte %zu is larger than %d", (size_t)(start - list) + 1, TR_MAX_RANK);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int tr_parse_ranks(const char *list, tr_ranks_t *out, char *err, size_t err_size) {
+    out->r = NULL;
+    out->n = 0;
+    if (*list == '\0') {
+        snprintf(err, err_size, "the list is empty");
+        return -1;
+    }
+    size_t items = 1;
+    for (const char *c = list; *c; c++) items += *c == ',';
+    tr_range_t *r = malloc(items * sizeof *r);
+    if (r == NULL) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    size_t n = 0;
+    for (const char *p = list;;) {
+        tr_range_t x;
+        if (parse_rank(list, &p, &x.lo, err, err_size)) goto fail;
+        x.hi = x.lo;
+        if (*p == '-') {
+            p++;
+            if (parse_rank(list, &p, &x.hi, err, err_size)) goto fail;
+            if (x.hi < x.lo) {
+                snprintf(err, err_size, "the range %d-%d runs backwards", x.lo, x.hi);
+                goto fail;
+            }
+        }
+        r[n++] = x;
+        if (*p == '\0') break;
+        if (*p != ',') {
+            snprintf(err, err_size, "'%c' at byte %zu: a comma or the end was expected", *p, (size_t)(p - list) + 1);
+            goto fail;
+        }
+        p++;
+    }
+    qsort(r, n, sizeof *r, compare_ranges);
+    size_t m = 0; /* merged: overlapping or touching ranges become one */
+    for (size_t i = 0; i < n; i++) {
+        if (m > 0 && (long long)r[i].lo <= (long long)r[m - 1].hi + 1) {
+            if (r[i].hi > r[m - 1].hi) r[m - 1].hi = r[i].hi;
+        } else {
+            r[m++] = r[i];
+        }
+    }
+    out->r = r;
+    out->n = m;
+    return 0;
+fail:
+    free(r);
+    return -1;
+}
+
+int tr_ranks_has(const tr_ranks_t *ranks, int rank) {
+    size_t lo = 0, hi = ranks->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ranks->r[mid].hi < rank) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < ranks->n && ranks->r[lo].lo <= rank;
+}
+
+void tr_ranks_free(tr_ranks_t *ranks) {
+    free(ranks->r);
+    ranks->r = NULL;
+    ranks->n = 0;
+}
+
+void tr_keep_ranks(tr_set_t *set, const tr_ranks_t *ranks, FILE *err) {
+    size_t kept = 0;
+    for (size_t i = 0; i < set->ndumps; i++) {
+        tr_dump_t *d = &set->dumps[i];
+        if (d->rank >= 0 && tr_ranks_has(ranks, d->rank)) {
+            set->dumps[kept++] = *d;
+            continue;
+        }
+        if (d->rank < 0) tr_say(err, "hidet-nccl-trace: %s: the dump has no rank (left out by --ranks)", d->name);
+        free_dump(d);
+    }
+    set->ndumps = kept;
 }

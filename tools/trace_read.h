@@ -56,8 +56,54 @@ int tr_read_file(tr_set_t *set, FILE *f, const char *name, char *err, size_t err
 long tr_read_path(tr_set_t *set, const char *path, FILE *err, int *refused);
 void tr_free(tr_set_t *set);
 
-/* Writes the verdict (one line), then the detail, to out. 1 if it found something wrong
- * (ranks disagree, a rank behind, a rank missing, work not completed), else 0. */
+/* ------------------------------------------------- choosing dumps (--ranks LIST) */
+
+#define TR_MAX_RANK (1 << 30) /* the largest rank a dump may hold */
+
+typedef struct {
+    int lo, hi; /* lo <= hi */
+} tr_range_t;
+
+/* The ranks of a list like "0,2-5": sorted ranges, none touching another. */
+typedef struct {
+    tr_range_t *r;
+    size_t n;
+} tr_ranks_t;
+
+/* Parses list strictly: items of digits (a rank, 0 .. TR_MAX_RANK) or two ranks joined by '-'
+ * (a range, not backwards), separated by single commas; nothing else (no sign, space or empty
+ * item). 0, or -1 with why in err and nothing kept. Free with tr_ranks_free. */
+int tr_parse_ranks(const char *list, tr_ranks_t *out, char *err, size_t err_size);
+int tr_ranks_has(const tr_ranks_t *ranks, int rank);
+void tr_ranks_free(tr_ranks_t *ranks);
+/* Keeps in set only the dumps whose rank (the header's: the launcher's rank, the one in the
+ * file name) is listed; a dump that has no rank (-1: a pid<pid> file) is left out, said on
+ * err. */
+void tr_keep_ranks(tr_set_t *set, const tr_ranks_t *ranks, FILE *err);
+
+/* --------------------------------------------- judging (one analysis, two printers) */
+
+typedef struct tr_analysis tr_analysis_t;
+
+/* Judges set: the dumps of each communicator (one key; key 00000000 by id), seq by seq, and the
+ * verdict over all of them, the most telling first: ranks that disagree about an operation, a
+ * rank behind the others, a rank with no dump, work not completed. comm: only the communicator
+ * of that key (NULL: all). listed: the ranks --ranks chose (NULL: none chosen); set must hold
+ * only theirs (tr_keep_ranks), a listed rank with no dump is a missing dump, and a
+ * communicator's ranks that were not chosen are not. set and listed must outlive the result.
+ * NULL when out of memory. */
+tr_analysis_t *tr_analyze(const tr_set_t *set, const tr_ranks_t *listed, const char *comm);
+/* 1 if the analysis found something wrong (its verdict is not "consistent"), else 0. */
+int tr_analysis_bad(const tr_analysis_t *a);
+/* The text report: the verdict (one line), then the detail; every line through tr_say. */
+void tr_print_text(const tr_analysis_t *a, FILE *out);
+/* The same as one JSON document (docs/flight_recorder.md, "--json"), ASCII only; files_skipped:
+ * the dump files refused while reading. 0, or -1 when out of memory (nothing written). */
+int tr_print_json(const tr_analysis_t *a, int files_skipped, FILE *out);
+void tr_analysis_free(tr_analysis_t *a);
+
+/* tr_analyze (everything), then tr_print_text: 1 if it found something wrong (ranks disagree,
+ * a rank behind, a rank missing, work not completed), else 0. */
 int tr_report(const tr_set_t *set, FILE *out);
 
 /* Prints one line to out: the formatted text with every control character, Unicode control
@@ -65,5 +111,10 @@ int tr_report(const tr_set_t *set, FILE *out);
  * backslash doubled, then a newline. What the tool prints passes here: dumps and file names
  * are untrusted, and a terminal acts on what they may hold. */
 void tr_say(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A JSON string (jansson's json_t) of s, which may be any bytes (a file name, a field cut at
+ * its length): a byte that is not UTF-8 becomes the text \xNN. NULL when out of memory. */
+struct json_t;
+struct json_t *tr_json_string(const char *s);
 
 #endif
