@@ -5,17 +5,20 @@
  *   1. the root claims the round: <dir>/hidet-nccl.<key>.<seq>.root with a fresh random nonce,
  *      put only where no live claim is (file_claim.c; two live roots: both jobs fail);
  *   2. every reader answers the claim with a HELLO (a fresh nonce of its own, the claim's
- *      nonce and, for an allgather, its part) at <dir>/hidet-nccl.<key>.<seq>.hello.<rank>,
- *      put only where no hello answers the claim already (else: a collision);
+ *      nonce, its pid and host and, for an allgather, its part) at
+ *      <dir>/hidet-nccl.<key>.<seq>.hello.<rank>, put only where no hello answers the claim
+ *      already (one of a dead process of this host is stale: replaced; a live one: a collision);
  *   3. the root waits for every HELLO that answers its claim, then publishes the ANNOUNCE (the
  *      bytes every rank gets, and every nonce) at <dir>/hidet-nccl.<key>.<seq>.id;
  *   4. a reader accepts only an ANNOUNCE of its job, round and world that carries the claim's
  *      nonce and its own (so a stale or foreign file is never accepted), then removes its
- *      HELLO; one whose deadline passes renames it to <hello>.gaveup instead;
+ *      HELLO; one that ends without the bytes renames it to its mark instead: <hello>.gaveup
+ *      (its deadline passed) or <hello>.failed (it saw a collision);
  *   5. the root removes the ANNOUNCE and its claim once every HELLO is gone, and what writers
- *      of the round left (temporary files of a killed writer, gave-up hellos). A HELLO that
- *      gave up fails the round on the root; two answers for one rank are a collision.
- * One deadline covers the whole round, on every rank. */
+ *      of the round left (temporary files of a killed writer of this host, marks). A HELLO
+ *      that went with its reader's mark fails the round on the root; two live answers for one
+ *      rank are a collision; a collided claim is removed by its root after a short linger.
+ * One deadline covers the whole call, on every rank: no step starts past it. */
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
@@ -37,6 +40,7 @@ typedef struct {
     int rank, nranks, local_rank, local_size;
     long poll_cap_ns;
     uint64_t generation; /* how many bootstraps of this directory and key this process made before */
+    char host[HN_BF_HOST_BYTES + 1]; /* this host's name, as the files carry it */
 } file_state_t;
 
 /* The generation of a new bootstrap of (dir, key) in this process: every rank makes its
@@ -53,7 +57,8 @@ static uint64_t next_generation(const char *dir, const char *key) {
     uint64_t gen = 0;
     pthread_mutex_lock(&lock);
     struct generation *g = list;
-    while (g != NULL && !(memcmp(g->name, dir, dir_len + 1) == 0 && strcmp(g->name + dir_len + 1, key) == 0))
+    /* strcmp, not memcmp of dir_len + 1 bytes: a shorter name stored before must not be read past */
+    while (g != NULL && !(strcmp(g->name, dir) == 0 && strcmp(g->name + dir_len + 1, key) == 0))
         g = g->next;
     if (g == NULL && (g = malloc(sizeof *g + dir_len + key_len + 2)) != NULL) { /* kept for the process's life */
         memcpy(g->name, dir, dir_len + 1);
@@ -82,16 +87,24 @@ typedef struct {
 static hidet_nccl_status_t resolve_place(const hidet_nccl_file_bootstrap_params_t *p, file_state_t *s, char *msg,
                                          size_t n) {
     const char *dir = p->dir ? p->dir : hidet_nccl__setting_str(HN_SETTING_RENDEZVOUS_DIR);
-    char slurm_key[HN_BF_KEY_BYTES + 2] = "";
+    char slurm_key[256] = "";
     const char *key = p->job_key ? p->job_key : hidet_nccl__setting_str(HN_SETTING_JOB_KEY);
     const char *job = hidet_nccl__setting_str(HN_SETTING_SLURM_JOB_ID);
     if (key == NULL && job != NULL) {
+        /* Kept whole or refused, never cut: two jobs whose ids differ only past the cut would
+         * share a key, which is what the key is there to prevent. */
         const char *step = hidet_nccl__setting_str(HN_SETTING_SLURM_STEP_ID);
-        snprintf(slurm_key, sizeof slurm_key, "slurm-%.24s.%.24s", job, step ? step : "0");
+        int len = snprintf(slurm_key, sizeof slurm_key, "slurm-%s.%s", job, step ? step : "0");
+        if (len < 0 || len >= (int)sizeof slurm_key || !hidet_nccl__key_ok(slurm_key, HN_BF_KEY_BYTES))
+            return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                                   "the job key made from SLURM_JOB_ID='%.80s' and SLURM_STEP_ID='%.80s' ('slurm-<job>."
+                                   "<step>', %d characters) is not 1 to %d of the characters A-Z a-z 0-9 . _ -; set "
+                                   "$HIDET_NCCL_JOB_KEY to a key unique to this job step", job, step ? step : "0",
+                                   len, HN_BF_KEY_BYTES);
         key = slurm_key;
     }
     const char *bad_cap = hidet_nccl__setting_error(HN_SETTING_POLL_MAX_MS);
-    char why[512];
+    char why[3 * 4096];
     if (dir == NULL)
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                                "no rendezvous directory: pass params->dir or set $HIDET_NCCL_RENDEZVOUS_DIR to a "
@@ -141,6 +154,7 @@ static hidet_nccl_status_t file_init(const void *params_v, const hidet_nccl_boot
         return st;
     }
     s->generation = next_generation(s->dir, s->key);
+    hidet_nccl__bf_this_host(s->host);
     *state = s;
     return HIDET_NCCL_SUCCESS;
 }
@@ -173,7 +187,10 @@ static hidet_nccl_status_t file_finalize(void *state, char *msg, size_t msg_byte
 
 /* Polls from 0.1 ms, doubling up to the cap, with jitter, until the round's deadline. The cap
  * is HIDET_NCCL_POLL_MAX_MS, or 20 us per rank when that is more: a thousand ranks polling one
- * directory every 5 ms would spend the host's CPUs on it. */
+ * directory every 5 ms would spend the host's CPUs on it. Begun when the call begins: the
+ * deadline bounds the whole call (the claim, every read, the cleanup's start), and every step
+ * looks at it first, so that a slow file system makes a call late by the step under way and
+ * its cleanup, never by another round of polling; messages say the time really waited. */
 static void begin_poll(const file_state_t *s, hn_poll_t *poll, double timeout_s) {
     long scaled = 20000L * s->nranks;
     hidet_nccl__poll_begin(poll, timeout_s, 0, 100000, scaled > s->poll_cap_ns ? scaled : s->poll_cap_ns, 1);
@@ -189,15 +206,29 @@ static void path_of(const file_state_t *s, uint64_t seq, int hello_rank, char *o
         snprintf(out, n, "%s/hidet-nccl.%s.%llu.hello.%d", s->dir, s->key, (unsigned long long)seq, hello_rank);
 }
 
-/* Reads and checks rank r's hello: its nonce, and (if it answers the claim whose nonce is
- * root_nonce) its part into part, unless part is NULL. 1 read and answers the claim, 2 answers another claim (a
- * stale one: nothing copied), 0 absent, -1 refused (why). */
-static int read_hello(const file_state_t *s, const round_t *rd, int r, const uint8_t *root_nonce,
-                      uint8_t nonce[HN_BF_NONCE], void *part, char *why, size_t wn) {
-    char path[4352];
-    path_of(s, rd->seq, r, path, sizeof path);
+/* What a reader leaves in place of its hello (renamed, so that the root never sees it gone)
+ * when it ends without the bytes: the root counts a rank whose hello went as one that took
+ * them, unless one of these, answering the root's claim with that reader's nonce, is there. */
+#define MARK_GAVEUP ".gaveup" /* its deadline passed */
+#define MARK_FAILED ".failed" /* it failed otherwise: it saw the claim collided */
+
+/* What a hello says besides its part: the reader's nonce and who wrote it. */
+typedef struct {
+    uint8_t nonce[HN_BF_NONCE];
+    uint32_t pid;
+    char host[HN_BF_HOST_BYTES + 1];
+} hello_t;
+
+/* 1 if the hello's writer is a process of this host that is gone (the hello is stale). */
+static int writer_gone(const hello_t *h) { return hidet_nccl__bf_process_gone(h->pid, h->host); }
+
+/* Reads and checks the hello of rank r at path (its place, or a mark's): 1 it answers the
+ * claim whose nonce is root_nonce (its part copied into part, unless NULL), 2 it answers
+ * another claim (a stale one: nothing copied), 0 absent, -1 refused (why). *h for 1 and 2. */
+static int read_hello_at(const file_state_t *s, const round_t *rd, const char *path, int r, const uint8_t *root_nonce,
+                         hello_t *h, void *part, char *why, size_t wn) {
     uint8_t *data = NULL;
-    size_t len = 0, size = HN_BF_HEADER + 2 * HN_BF_NONCE + 4 + rd->part_bytes + 4;
+    size_t len = 0, size = HN_BF_HEADER + HN_BF_HELLO_FIXED + rd->part_bytes + 4;
     int got = hidet_nccl__bf_read(path, HN_BF_HEADER + 4, size, &data, &len, why, wn);
     if (got <= 0) return got;
     hidet_nccl__bf_msg_t m;
@@ -211,7 +242,9 @@ static int read_hello(const file_state_t *s, const round_t *rd, int r, const uin
     }
     int answers = ok && memcmp(m.root_nonce, root_nonce, HN_BF_NONCE) == 0;
     if (ok) {
-        memcpy(nonce, m.nonce, HN_BF_NONCE);
+        memcpy(h->nonce, m.nonce, HN_BF_NONCE);
+        h->pid = m.pid;
+        snprintf(h->host, sizeof h->host, "%s", m.host);
         if (answers && part != NULL && rd->part_bytes) memcpy(part, m.data, rd->part_bytes);
         if (!answers) snprintf(why, wn, "%s answers another root's claim (stale, or another job's)", path);
     } else {
@@ -219,6 +252,31 @@ static int read_hello(const file_state_t *s, const round_t *rd, int r, const uin
     }
     free(data);
     return !ok ? -1 : answers ? 1 : 2;
+}
+
+static int read_hello(const file_state_t *s, const round_t *rd, int r, const uint8_t *root_nonce, hello_t *h,
+                      void *part, char *why, size_t wn) {
+    char path[4352];
+    path_of(s, rd->seq, r, path, sizeof path);
+    return read_hello_at(s, rd, path, r, root_nonce, h, part, why, wn);
+}
+
+/* Whether rank r's reader (nonce) ended this round without the bytes: 1 failed, 2 gave up, 0
+ * neither. Only a mark that answers this claim with that reader's nonce counts: one left by an
+ * earlier round of the same key, or by another process, is stale. */
+static int withdrawn(const file_state_t *s, const round_t *rd, int r, const uint8_t *claim_nonce,
+                     const uint8_t *nonce) {
+    static const char *const marks[] = {MARK_FAILED, MARK_GAVEUP};
+    for (int i = 0; i < 2; i++) {
+        char path[4352 + 8], why[768];
+        hello_t h;
+        path_of(s, rd->seq, r, path, sizeof path - 8);
+        strcat(path, marks[i]);
+        if (read_hello_at(s, rd, path, r, claim_nonce, &h, NULL, why, sizeof why) == 1 &&
+            memcmp(h.nonce, nonce, HN_BF_NONCE) == 0)
+            return i + 1;
+    }
+    return 0;
 }
 
 /* "3, 7, 9 (3 of 8 ranks)" for the ranks with flag[r] == 0. */
@@ -237,15 +295,19 @@ static void list_missing(const unsigned char *flag, int n, int skip, char *out, 
     snprintf(out + used, cap - used, "%s (%d of %d ranks)", count > shown ? ", ..." : "", count, n);
 }
 
-/* What the root keeps through a round: its claim, every reader's nonce, which readers are in,
- * and the announce's bytes (for an allgather, assembled from the hellos' parts). */
+/* What the root keeps through a round: its claim, every reader's nonce and process, which
+ * readers are in, and the announce's bytes (for an allgather, assembled from the parts). */
 typedef struct {
     hn_bf_claim_t claim;
     uint8_t *nonces;
-    unsigned char *have;
+    uint32_t *pids;       /* each reader's process, as its hello says */
+    unsigned char *local; /* 1: that process is of this host (so its death can be seen) */
+    unsigned char *have;  /* waiting: its answer is in; once published: it has not taken the bytes yet */
     uint8_t *file;
-    size_t cap;
+    size_t cap, len;
+    uint8_t *part; /* a part read again (a restarted reader's), to compare */
     struct stat *seen; /* each hello as last read: unchanged ones are not read again */
+    int published;
 } root_work_t;
 
 /* 0: rank r's hello is gone; 1: it is the one last read; 2: it changed (read it again). */
@@ -265,18 +327,18 @@ static void note_hello(const file_state_t *s, const round_t *rd, int r, struct s
     if (lstat(path, seen) != 0) memset(seen, 0, sizeof *seen);
 }
 
-/* 1 if rank r gave up this round (its deadline passed): it renamed its hello to this. */
-static int gave_up(const file_state_t *s, const round_t *rd, int r) {
-    char path[4352 + 8];
-    path_of(s, rd->seq, r, path, sizeof path - 8);
-    strcat(path, ".gaveup");
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
 /* The part of rank r lands in the announce's data (an allgather), or nowhere. */
 static void *part_slot(const round_t *rd, int r) {
     return rd->part_bytes ? (uint8_t *)rd->out + (size_t)r * rd->part_bytes : NULL;
+}
+
+/* Rank r's answer h is in: its nonce goes into the announce; its process is remembered, so
+ * that a later answer for r can be told from a restart (that process gone) or a collision. */
+static void accept_hello(const file_state_t *s, root_work_t *w, int r, const hello_t *h) {
+    memcpy(w->nonces + (size_t)r * HN_BF_NONCE, h->nonce, HN_BF_NONCE);
+    w->pids[r] = h->pid;
+    w->local[r] = strcmp(h->host, s->host) == 0;
+    w->have[r] = 1;
 }
 
 /* The root's claim still holds; else the collision, as an error. */
@@ -296,100 +358,214 @@ static hidet_nccl_status_t two_answers(const file_state_t *s, root_work_t *w, in
                            s->rank, r, s->dir, s->key);
 }
 
-/* Step 1: every reader's hello answering the claim. */
+/* (Re)writes the announce: every rank's nonce as it now stands. */
+static hidet_nccl_status_t put_announce(const file_state_t *s, const round_t *rd, root_work_t *w, const char *id_path,
+                                        char *msg, size_t msg_bytes) {
+    char why[768] = "";
+    size_t len = hidet_nccl__bf_encode_announce(w->file, w->cap, s->key, rd->seq, (uint32_t)s->nranks,
+                                                (uint32_t)s->rank, rd->out, (uint32_t)rd->out_bytes, w->nonces);
+    if (len == 0 || hidet_nccl__bf_publish(id_path, w->file, len, why, sizeof why) != 0)
+        return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (root) could not publish %s: %s",
+                               s->rank, id_path, len ? why : "too large");
+    w->published = 1;
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* Rank r's hello, accepted before, is gone (state 0) or changed (2). Gone: taken, once the
+ * announce is out, unless its reader left a mark (it failed, or gave up); before that, it is
+ * waited for again. Changed to a new answer to the claim: its first process is gone (a reader
+ * killed and started again) and the new one is taken in its place, the announce rewritten
+ * (*again); a live one means two processes as rank r. */
+static hidet_nccl_status_t recheck(const file_state_t *s, const round_t *rd, root_work_t *w, int r, int state,
+                                   int *again, char *msg, size_t msg_bytes) {
+    const uint8_t *nonce = w->nonces + (size_t)r * HN_BF_NONCE;
+    char why[768];
+    if (state == 0) {
+        int mark = withdrawn(s, rd, r, w->claim.nonce, nonce);
+        char id_path[4352];
+        path_of(s, rd->seq, -1, id_path, sizeof id_path);
+        if (mark)
+            return hidet_nccl__say(msg, msg_bytes, mark == 1 ? HIDET_NCCL_ERROR_BOOTSTRAP : HIDET_NCCL_ERROR_TIMEOUT,
+                                   "rank %d (root) %s %s, but rank %d %s before taking it (%s)", s->rank,
+                                   w->published ? "published" : "was about to publish", id_path, r,
+                                   mark == 1 ? "failed" : "gave up",
+                                   mark == 1 ? "it saw the round collide, or an error" : "its deadline passed");
+        w->have[r] = 0; /* taken; or, before the announce, to be waited for again */
+        return HIDET_NCCL_SUCCESS;
+    }
+    hello_t h;
+    note_hello(s, rd, r, &w->seen[r]);
+    int got = read_hello(s, rd, r, w->claim.nonce, &h, w->part, why, sizeof why);
+    if (got != 1) { /* no longer an answer to this claim: waited for again (a reader re-answering) */
+        if (!w->published) w->have[r] = 0;
+        return HIDET_NCCL_SUCCESS;
+    }
+    if (memcmp(h.nonce, nonce, HN_BF_NONCE) == 0) return HIDET_NCCL_SUCCESS; /* rewritten as it was */
+    if (!(w->local[r] && hidet_nccl__bf_process_gone(w->pids[r], s->host))) return two_answers(s, w, r, msg, msg_bytes);
+    if (w->published && rd->part_bytes && memcmp(w->part, part_slot(rd, r), rd->part_bytes) != 0)
+        return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP,
+                               "rank %d (root): rank %d came back (its first process, pid %u on this host, is gone) "
+                               "with another part after the announce went out: the ranks that took it would disagree; "
+                               "start the job again", s->rank, r, w->pids[r]);
+    if (rd->part_bytes) memcpy(part_slot(rd, r), w->part, rd->part_bytes);
+    accept_hello(s, w, r, &h);
+    *again = w->published;
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* At the root's deadline, for its message: whether a rank not in left a mark answering this
+ * claim (it gave up before the root came). One listing of the directory and at most two
+ * reads, so that a slow file system does not stretch the call past its deadline by much. */
+static int some_gave_up(const file_state_t *s, const round_t *rd, const root_work_t *w) {
+    char prefix[HN_BF_KEY_BYTES + 64];
+    size_t plen = (size_t)snprintf(prefix, sizeof prefix, "hidet-nccl.%s.%llu.hello.", s->key,
+                                   (unsigned long long)rd->seq);
+    DIR *d = opendir(s->dir);
+    int found = 0, reads = 0;
+    for (struct dirent *e; d != NULL && !found && reads < 2 && (e = readdir(d)) != NULL;) {
+        int r = -1, used = 0;
+        if (strncmp(e->d_name, prefix, plen) != 0 || sscanf(e->d_name + plen, "%d%n", &r, &used) != 1 ||
+            strcmp(e->d_name + plen + used, MARK_GAVEUP) != 0 || r < 0 || r >= s->nranks || w->have[r])
+            continue;
+        char path[4352 + 300], why[768];
+        hello_t h;
+        snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name);
+        reads++;
+        found = read_hello_at(s, rd, path, r, w->claim.nonce, &h, NULL, why, sizeof why) == 1;
+    }
+    if (d != NULL) closedir(d);
+    return found;
+}
+
+/* Step 1: every reader's hello answering the claim (a hello of a dead process of this host is
+ * stale: not counted), watching the ones in for a restart or a second process. */
 static hidet_nccl_status_t await_hellos(file_state_t *s, const round_t *rd, root_work_t *w, hn_poll_t *poll, char *msg,
                                         size_t msg_bytes) {
-    int n = s->nranks;
+    int n = s->nranks, again = 0;
     char why[768] = "", missing[160];
-    for (int waiting = n - 1; waiting > 0;) {
+    for (;;) {
+        int waiting = 0, expired = 0;
         for (int r = 0; r < n; r++) {
-            if (w->have[r]) continue;
-            note_hello(s, rd, r, &w->seen[r]);
-            if (read_hello(s, rd, r, w->claim.nonce, w->nonces + (size_t)r * HN_BF_NONCE, part_slot(rd, r), why,
-                           sizeof why) == 1) {
-                w->have[r] = 1;
-                waiting--;
+            if (r == s->rank) continue;
+            if ((expired = hidet_nccl__poll_expired(poll)) != 0) break;
+            if (w->have[r]) {
+                int state = hello_state(s, rd, r, &w->seen[r]);
+                hidet_nccl_status_t st = state == 1 ? HIDET_NCCL_SUCCESS
+                                                    : recheck(s, rd, w, r, state, &again, msg, msg_bytes);
+                if (st != HIDET_NCCL_SUCCESS) return st;
+                waiting += !w->have[r];
+                continue;
             }
+            hello_t h;
+            note_hello(s, rd, r, &w->seen[r]);
+            int got = read_hello(s, rd, r, w->claim.nonce, &h, part_slot(rd, r), why, sizeof why);
+            if (got == 1 && writer_gone(&h))
+                snprintf(why, sizeof why, "rank %d's hello answers this claim for pid %u on this host, which is gone "
+                         "(stale: that rank started again replaces it)", r, h.pid);
+            else if (got == 1)
+                accept_hello(s, w, r, &h);
+            waiting += !w->have[r];
         }
-        if (waiting == 0) break;
-        hidet_nccl_status_t held = claim_still_held(w, msg, msg_bytes);
-        if (held != HIDET_NCCL_SUCCESS) return held;
-        if (hidet_nccl__poll_expired(poll)) {
-            int quit = -1;
-            for (int r = 0; r < n && quit < 0; r++)
-                if (!w->have[r] && gave_up(s, rd, r)) quit = r;
+        if (!expired && waiting == 0) return HIDET_NCCL_SUCCESS;
+        if (!expired) {
+            hidet_nccl_status_t held = claim_still_held(w, msg, msg_bytes);
+            if (held != HIDET_NCCL_SUCCESS) return held;
+            expired = hidet_nccl__poll_expired(poll);
+        }
+        if (expired) {
+            int quit = some_gave_up(s, rd, w) ? 1 : -1;
             list_missing(w->have, n, s->rank, missing, sizeof missing);
+            int none = 1;
+            for (int r = 0; r < n; r++) none &= r == s->rank || !w->have[r];
             return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_TIMEOUT,
                                    "rank %d (root) waited %.1f s in %s for ranks %s, which never arrived (no valid "
                                    "hello file hidet-nccl.%s.%llu.hello.<rank>)%s%s%s",
-                                   s->rank, poll->timeout_s, s->dir, missing, s->key, (unsigned long long)rd->seq,
+                                   s->rank, hidet_nccl__poll_waited(poll), s->dir, missing, s->key,
+                                   (unsigned long long)rd->seq,
                                    quit >= 0 ? "; some gave up before the root came (their deadline passed)"
-                                   : waiting == n - 1 ? "; no rank arrived at all: do they use this directory and job "
-                                                        "key, and can they write to it (a rank that cannot fails at once)?"
-                                                      : "",
+                                   : none ? "; no rank arrived at all: do they use this directory and job key, and can "
+                                            "they write to it (a rank that cannot fails at once)?"
+                                          : "",
                                    why[0] ? "; last problem: " : "", why);
         }
         hidet_nccl__poll_pause(poll);
     }
-    return HIDET_NCCL_SUCCESS;
 }
 
-/* Steps 2 to 4: publish, then watch until every hello is gone (taken). A hello that gave up
- * fails the round; a second answer to the claim for one rank (before or after the first was
- * taken) is a collision. */
+/* Steps 2 to 4: publish, then watch until every hello is gone (taken). A hello that went with
+ * its reader's mark fails the round; a second answer to the claim for one rank (before or
+ * after the first was taken) is a collision; a restarted reader's answer rewrites the
+ * announce. The round ends well only if the claim is still as it was put. */
 static hidet_nccl_status_t publish_until_taken(file_state_t *s, const round_t *rd, root_work_t *w, hn_poll_t *poll,
                                                char *msg, size_t msg_bytes) {
     int n = s->nranks;
-    char id_path[4352], why[768] = "", missing[160];
+    char id_path[4352], why[768], missing[160];
     path_of(s, rd->seq, -1, id_path, sizeof id_path);
-    size_t len = hidet_nccl__bf_encode_announce(w->file, w->cap, s->key, rd->seq, (uint32_t)n, (uint32_t)s->rank,
-                                                rd->out, (uint32_t)rd->out_bytes, w->nonces);
-    if (len == 0 || hidet_nccl__bf_publish(id_path, w->file, len, why, sizeof why) != 0)
-        return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (root) could not publish %s: %s",
-                               s->rank, id_path, len ? why : "too large");
-    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    for (;;) {
-        int left = 0;
+    hidet_nccl_status_t st = put_announce(s, rd, w, id_path, msg, msg_bytes);
+    while (st == HIDET_NCCL_SUCCESS) {
+        int left = 0, expired = 0, again = 0;
         for (int r = 0; r < n && st == HIDET_NCCL_SUCCESS; r++) {
             if (r == s->rank) continue;
+            if ((expired = hidet_nccl__poll_expired(poll)) != 0) break;
             int state = hello_state(s, rd, r, &w->seen[r]);
-            uint8_t nonce[HN_BF_NONCE];
-            if (state == 2) note_hello(s, rd, r, &w->seen[r]);
-            int got = state == 0 ? 0 : state == 1 ? 3 : read_hello(s, rd, r, w->claim.nonce, nonce, NULL, why, sizeof why);
             if (!w->have[r]) { /* taken: a new answer for this rank now is a second process */
-                if (got == 1) st = two_answers(s, w, r, msg, msg_bytes);
+                hello_t h;
+                if (state != 2) continue;
+                note_hello(s, rd, r, &w->seen[r]);
+                if (read_hello(s, rd, r, w->claim.nonce, &h, NULL, why, sizeof why) != 1) continue;
+                /* Even if the process that took them is gone since: it had the bytes, and the
+                 * rank that comes now is not the one the job's other ranks will meet. */
+                if (memcmp(h.nonce, w->nonces + (size_t)r * HN_BF_NONCE, HN_BF_NONCE) != 0) {
+                    st = two_answers(s, w, r, msg, msg_bytes);
+                    continue;
+                }
+                w->have[r] = 1; /* the same reader, answering again (its hello was removed): not taken */
+                left++;
                 continue;
             }
-            if (got == 0 && gave_up(s, rd, r))
-                st = hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_TIMEOUT,
-                                     "rank %d (root) published %s, but rank %d gave up before taking it (its deadline "
-                                     "passed)", s->rank, id_path, r);
-            else if (got == 0)
-                w->have[r] = 0; /* taken: its hello is gone */
-            else if (got == 1 && memcmp(nonce, w->nonces + (size_t)r * HN_BF_NONCE, HN_BF_NONCE) != 0)
-                st = two_answers(s, w, r, msg, msg_bytes);
-            else
-                left++; /* still there, or for a moment another claim's (a reader that saw a stale one) */
+            if (state != 1) st = recheck(s, rd, w, r, state, &again, msg, msg_bytes);
+            left += w->have[r];
         }
-        if (st != HIDET_NCCL_SUCCESS || left == 0) break;
-        st = claim_still_held(w, msg, msg_bytes);
         if (st != HIDET_NCCL_SUCCESS) break;
-        if (hidet_nccl__poll_expired(poll)) {
+        if (!expired && again) st = put_announce(s, rd, w, id_path, msg, msg_bytes);
+        if (!expired && st == HIDET_NCCL_SUCCESS) st = claim_still_held(w, msg, msg_bytes); /* also the last look */
+        if (st != HIDET_NCCL_SUCCESS || (!expired && left == 0)) break;
+        if (expired || hidet_nccl__poll_expired(poll)) {
+            int dead = -1; /* a rank whose process is known gone: it will not take them */
+            for (int r = 0; r < n && dead < 0; r++)
+                if (r != s->rank && w->have[r] && w->local[r] && hidet_nccl__bf_process_gone(w->pids[r], s->host))
+                    dead = r;
+            snprintf(why, sizeof why, "; rank %d's process (pid %u on this host) is gone", dead,
+                     dead >= 0 ? w->pids[dead] : 0);
             for (int r = 0; r < n; r++) w->have[r] = !w->have[r] || r == s->rank;
             list_missing(w->have, n, s->rank, missing, sizeof missing);
             st = hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_TIMEOUT,
-                                 "rank %d (root) published %s but ranks %s did not take it within %.1f s", s->rank,
-                                 id_path, missing, poll->timeout_s);
+                                 "rank %d (root) published %s but ranks %s did not take it (waited %.1f s)%s", s->rank,
+                                 id_path, missing, hidet_nccl__poll_waited(poll), dead >= 0 ? why : "");
             break;
         }
         hidet_nccl__poll_pause(poll);
     }
-    unlink(id_path);
+    if (w->published) unlink(id_path);
     return st;
 }
 
-/* What writers of this round left: temporary files of a writer killed mid-write, and the
- * hellos of readers that gave up. Every writer of the round is done when its root ends it. */
+/* The root's claim was marked collided. The mark tells every rank of both jobs that looks at
+ * the claim to stop at once, saying why; so the root keeps it for four of the readers' longest
+ * pauses (at least 0.2 s; the deadline cuts it short), long enough for every reader that still
+ * polls to see it, then removes it, so that no collided claim outlives the collision. It does
+ * not wait for every answer to go: a reader that answered and then died (on another host,
+ * where its death cannot be seen) would hold the root's failure until its deadline. */
+static void linger_collided(root_work_t *w, hn_poll_t *poll) {
+    if (!hidet_nccl__bf_claim_collided_ours(&w->claim)) return; /* replaced or removed: not ours to mind */
+    double least = 4e-9 * (double)poll->max_ns, until = hidet_nccl__poll_waited(poll) + (least > 0.2 ? least : 0.2);
+    while (!hidet_nccl__poll_expired(poll) && hidet_nccl__poll_waited(poll) < until) hidet_nccl__poll_pause(poll);
+    hidet_nccl__bf_claim_remove_collided(&w->claim);
+}
+
+/* What writers of this round left: temporary files of writers of this host killed mid-write
+ * (a writer elsewhere may be writing still), and the marks of readers that ended without the
+ * bytes. Every reader of the round is done with them when its root ends it. */
 static void remove_leftovers(const file_state_t *s, const round_t *rd) {
     char prefix[HN_BF_KEY_BYTES + 64];
     size_t plen = (size_t)snprintf(prefix, sizeof prefix, "hidet-nccl.%s.%llu.", s->key, (unsigned long long)rd->seq);
@@ -398,27 +574,29 @@ static void remove_leftovers(const file_state_t *s, const round_t *rd) {
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         const char *name = e->d_name;
         size_t len = strlen(name);
-        if (strncmp(name, prefix, plen) == 0 &&
-            (strstr(name + plen, ".tmp.") != NULL || (len > 7 && strcmp(name + len - 7, ".gaveup") == 0)))
-            unlinkat(dirfd(d), name, 0);
+        if (strncmp(name, prefix, plen) != 0) continue;
+        int mark = (len > 7 && strcmp(name + len - 7, MARK_GAVEUP) == 0) ||
+                   (len > 7 && strcmp(name + len - 7, MARK_FAILED) == 0);
+        if (mark || hidet_nccl__bf_tmp_orphaned(name + plen)) unlinkat(dirfd(d), name, 0);
     }
     closedir(d);
 }
 
-static hidet_nccl_status_t root_round(file_state_t *s, const round_t *rd, double timeout_s, char *msg,
+static hidet_nccl_status_t root_round(file_state_t *s, const round_t *rd, hn_poll_t *poll, char *msg,
                                       size_t msg_bytes) {
     int n = s->nranks;
     root_work_t w = {{s->key, rd->seq, (uint32_t)n, (uint32_t)s->rank, "", {0}, 0, {0}},
-                     calloc((size_t)n, HN_BF_NONCE), calloc((size_t)n, 1), NULL,
-                     HN_BF_HEADER + 8 + rd->out_bytes + (size_t)HN_BF_NONCE * n, calloc((size_t)n, sizeof(struct stat))};
+                     calloc((size_t)n, HN_BF_NONCE), calloc((size_t)n, sizeof(uint32_t)), calloc((size_t)n, 1),
+                     calloc((size_t)n, 1), NULL, HN_BF_HEADER + 8 + rd->out_bytes + (size_t)HN_BF_NONCE * n, 0,
+                     malloc(rd->part_bytes + 1), calloc((size_t)n, sizeof(struct stat)), 0};
     w.file = malloc(w.cap);
     path_of(s, rd->seq, -2, w.claim.path, sizeof w.claim.path);
     hidet_nccl_status_t st;
     char why[1024];
-    if (!w.nonces || !w.have || !w.file || !w.seen) {
+    if (!w.nonces || !w.pids || !w.local || !w.have || !w.file || !w.part || !w.seen) {
         st = hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", n);
     } else {
-        int took = hidet_nccl__bf_claim_take(&w.claim, timeout_s, why, sizeof why);
+        int took = hidet_nccl__bf_claim_take(&w.claim, poll->timeout_s, why, sizeof why);
         if (took != 0) {
             st = hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (root)%s: %s", s->rank,
                                  took == HN_BF_COLLIDED ? "" : " could not claim the round", why);
@@ -426,54 +604,132 @@ static hidet_nccl_status_t root_round(file_state_t *s, const round_t *rd, double
             memcpy(w.nonces + (size_t)s->rank * HN_BF_NONCE, w.claim.nonce, HN_BF_NONCE);
             w.have[s->rank] = 1;
             if (rd->part_bytes) memmove(part_slot(rd, s->rank), rd->part, rd->part_bytes);
-            hn_poll_t poll;
-            begin_poll(s, &poll, timeout_s);
-            st = await_hellos(s, rd, &w, &poll, msg, msg_bytes);
-            if (st == HIDET_NCCL_SUCCESS) st = publish_until_taken(s, rd, &w, &poll, msg, msg_bytes);
-            hidet_nccl__bf_claim_drop(&w.claim); /* only if still ours: a collided one stays for the others */
+            st = await_hellos(s, rd, &w, poll, msg, msg_bytes);
+            if (st == HIDET_NCCL_SUCCESS) st = publish_until_taken(s, rd, &w, poll, msg, msg_bytes);
+            if (st != HIDET_NCCL_SUCCESS && hidet_nccl__bf_claim_collided_ours(&w.claim))
+                linger_collided(&w, poll); /* then removed */
+            else
+                hidet_nccl__bf_claim_drop(&w.claim); /* only if still ours, as put */
             remove_leftovers(s, rd);
         }
     }
     free(w.nonces);
+    free(w.pids);
+    free(w.local);
     free(w.have);
     free(w.file);
+    free(w.part);
     free(w.seen);
     return st;
 }
 
-/* Puts this reader's hello answering the claim c, only where no hello is (link(2)): one that
- * is there answering another claim (stale, or this reader's own answer to an earlier claim) is
- * replaced; one answering the same claim for another process is a second live process as this
- * rank, two jobs sharing the key: the claim is marked collided and this rank fails. */
+/* Puts this reader's hello answering the claim c, only where no hello is (link(2)), *mine the
+ * file as put. What may be there instead: an answer to another claim (stale, or this reader's
+ * own answer to an earlier claim): replaced; an answer to this claim of a dead process of this
+ * host (this rank's process before a restart): replaced in one rename, so that the root never
+ * sees the rank without an answer; one of a live process: two processes as this rank, two jobs
+ * sharing the key: the claim is marked collided and this rank fails. A file this user cannot
+ * or may not replace (a directory, another user's file) fails it at once, saying what is there. */
 static hidet_nccl_status_t put_hello(file_state_t *s, const round_t *rd, const hn_bf_claim_t *c,
-                                     const uint8_t nonce[HN_BF_NONCE], const char *hello_path, char *msg,
-                                     size_t msg_bytes) {
-    char why[768];
-    size_t cap = HN_BF_HEADER + 2 * HN_BF_NONCE + 4 + rd->part_bytes + 4;
-    uint8_t *hello = malloc(cap), other[HN_BF_NONCE];
+                                     const uint8_t nonce[HN_BF_NONCE], const char *hello_path, struct stat *mine,
+                                     char *msg, size_t msg_bytes) {
+    char why[768] = "", what[256];
+    size_t cap = HN_BF_HEADER + HN_BF_HELLO_FIXED + rd->part_bytes + 4;
+    uint8_t *hello = malloc(cap);
     if (hello == NULL) return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
     size_t len = hidet_nccl__bf_encode_hello(hello, cap, s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)s->rank,
-                                             nonce, c->nonce, rd->part, (uint32_t)rd->part_bytes);
-    int put = len == 0 ? -1 : 1, collided = 0;
-    for (int attempt = 0; put == 1 && !collided && attempt < 4; attempt++) {
-        put = hidet_nccl__bf_publish_new(hello_path, hello, len, why, sizeof why);
-        if (put != 1) break;
-        collided = read_hello(s, rd, s->rank, c->nonce, other, NULL, why, sizeof why) == 1 &&
-                   memcmp(other, nonce, HN_BF_NONCE) != 0;
-        if (!collided) unlink(hello_path); /* stale, or an answer to another claim */
+                                             nonce, c->nonce, (uint32_t)getpid(), s->host, rd->part,
+                                             (uint32_t)rd->part_bytes);
+    hidet_nccl_status_t st = HIDET_NCCL_ERROR_BOOTSTRAP;
+    const char *fail = len == 0 ? "too large" : NULL;
+    hello_t other = {{0}, 0, ""};
+    int collided = 0;
+    for (int attempt = 0; fail == NULL && attempt < 4; attempt++) {
+        int put = hidet_nccl__bf_publish_new(hello_path, hello, len, mine, why, sizeof why);
+        struct stat there;
+        if (put == 0) {
+            st = HIDET_NCCL_SUCCESS;
+            break;
+        }
+        if (put < 0) fail = why;
+        if (put < 0 || lstat(hello_path, &there) != 0) continue; /* failed, or gone again: once more */
+        int got = read_hello(s, rd, s->rank, c->nonce, &other, NULL, why, sizeof why);
+        if (got == 1 && memcmp(other.nonce, nonce, HN_BF_NONCE) == 0) { /* this reader's own answer */
+            *mine = there;
+            st = HIDET_NCCL_SUCCESS;
+            break;
+        }
+        if (got == 1 && writer_gone(&other)) { /* this rank's process before a restart */
+            int over = hidet_nccl__bf_publish_over(hello_path, &there, hello, len, mine, why, sizeof why);
+            if (over == 0) {
+                st = HIDET_NCCL_SUCCESS;
+                break;
+            }
+            if (over < 0) fail = why;
+            continue; /* it changed meanwhile: look again */
+        }
+        if (got == 1) {
+            collided = 1;
+            break;
+        }
+        if (got < 0 && !(S_ISREG(there.st_mode) && there.st_uid == geteuid())) {
+            hidet_nccl__bf_what_is(&there, what, sizeof what);
+            snprintf(why, sizeof why, "%s is %s, not this user's file: it is not this reader's to replace; "
+                     "remove it", hello_path, what);
+            fail = why;
+            break;
+        }
+        /* Another claim's answer, or this user's torn or older file: stale, replaced; unless
+         * it changed since it was read (then it is looked at again). */
+        struct stat now;
+        if (lstat(hello_path, &now) == 0 && hidet_nccl__bf_same_file(&now, &there) && unlink(hello_path) != 0 &&
+            errno != ENOENT) {
+            snprintf(why, sizeof why, "cannot remove the stale %s: %s", hello_path, strerror(errno));
+            fail = why;
+        }
     }
     free(hello);
     if (collided) {
         hidet_nccl__bf_claim_mark(c);
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP,
-                               "rank %d: %s already answers this round's claim for another process: two jobs use job "
-                               "key '%s' in %s at once; both fail. Give each job its own key",
-                               s->rank, hello_path, s->key, s->dir);
+                               "rank %d: %s already answers this round's claim for another live process (pid %u on "
+                               "host '%s'): two jobs use job key '%s' in %s at once; both fail. Give each job its own "
+                               "key", s->rank, hello_path, other.pid, other.host, s->key, s->dir);
     }
-    if (put != 0)
-        return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d could not announce itself: %s",
-                               s->rank, len == 0 ? "too large" : put == 1 ? "its hello file kept coming back" : why);
+    if (st != HIDET_NCCL_SUCCESS)
+        return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP,
+                               "rank %d could not answer the root's claim: %s", s->rank,
+                               fail ? fail : "its hello file was replaced four times while it tried");
     return HIDET_NCCL_SUCCESS;
+}
+
+/* A reader whose answer is in place: still so (0), or it was replaced by another live
+ * process's answer to this claim (a collision: the claim is marked; -1 and why) or is gone
+ * (removed by another: 1, to be put again). */
+static int answer_kept(file_state_t *s, const round_t *rd, const hn_bf_claim_t *c, const uint8_t *nonce,
+                       const char *hello_path, const struct stat *mine, char *why, size_t wn) {
+    struct stat now;
+    if (lstat(hello_path, &now) != 0) return 1;
+    if (hidet_nccl__bf_same_file(&now, mine)) return 0;
+    hello_t h;
+    int got = read_hello(s, rd, s->rank, c->nonce, &h, NULL, why, wn);
+    if (got == 1 && memcmp(h.nonce, nonce, HN_BF_NONCE) != 0) {
+        hidet_nccl__bf_claim_mark(c);
+        snprintf(why, wn, "rank %d: its answer %s was replaced by another process's answer to this round's claim "
+                 "(pid %u on host '%s'): two processes run as rank %d; two jobs use job key '%s' in %s at once? "
+                 "Both fail. Give each job its own key", s->rank, hello_path, h.pid, h.host, s->rank, s->key, s->dir);
+        return -1;
+    }
+    return 1;
+}
+
+/* Withdraws this reader's answer, if it is still its own: renamed to its mark, so that the
+ * root sees why it went (mark) and never counts the rank as having taken the bytes. */
+static void withdraw(const char *hello_path, const struct stat *mine, const char *mark) {
+    char to[4352 + 8];
+    struct stat now;
+    snprintf(to, sizeof to, "%s%s", hello_path, mark);
+    if (lstat(hello_path, &now) == 0 && hidet_nccl__bf_same_file(&now, mine)) rename(hello_path, to);
 }
 
 /* The announce's bytes if it is this round's, carries the claim's nonce and this reader's. 1
@@ -489,6 +745,8 @@ static int take_announce(const file_state_t *s, const round_t *rd, const hn_bf_c
     if (got == 1) {
         hidet_nccl__bf_msg_t m;
         char inner[384];
+        /* Issue 27, item 5 (the lead engineer's): where announces get authenticated with a
+         * per-job secret, the check of their MAC goes here, before any byte of them is used. */
         if (hidet_nccl__bf_parse(data, len, &m, inner, sizeof inner) != 0 ||
             hidet_nccl__bf_expect(&m, HN_BF_KIND_ANNOUNCE, s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)rd->root,
                                   inner, sizeof inner) != 0) {
@@ -510,9 +768,10 @@ static int take_announce(const file_state_t *s, const round_t *rd, const hn_bf_c
 }
 
 /* A reader: waits for the root's claim, answers it with a hello, takes the announce that
- * carries both nonces. A new claim (a stale one replaced) is answered again. At the deadline
- * its hello becomes <hello>.gaveup, so that the root knows it did not take the bytes. */
-static hidet_nccl_status_t reader_round(file_state_t *s, const round_t *rd, double timeout_s, char *msg,
+ * carries both nonces. A new claim (a stale one replaced) is answered again. Ending without
+ * the bytes, it renames its hello to its mark (.gaveup at the deadline, .failed otherwise), so
+ * that the root knows it did not take them. */
+static hidet_nccl_status_t reader_round(file_state_t *s, const round_t *rd, hn_poll_t *poll, char *msg,
                                         size_t msg_bytes) {
     uint8_t nonce[HN_BF_NONCE];
     char hello_path[4352], id_path[4352], why[1024], seen[1024] = "no claim from the root yet";
@@ -522,37 +781,42 @@ static hidet_nccl_status_t reader_round(file_state_t *s, const round_t *rd, doub
     path_of(s, rd->seq, -2, c.path, sizeof c.path);
     if (hidet_nccl__bf_random(nonce, sizeof nonce, why, sizeof why) != 0)
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_SYSTEM, "%s", why);
-    hn_poll_t poll;
-    begin_poll(s, &poll, timeout_s);
+    struct stat mine;
     int answered = 0;
-    for (;;) {
+    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
+    while (st == HIDET_NCCL_SUCCESS && !hidet_nccl__poll_expired(poll)) {
         int look = hidet_nccl__bf_claim_look(&c, why, sizeof why);
-        hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-        if (look == HN_BF_COLLIDED)
+        if (look == HN_BF_COLLIDED) {
             st = hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s", s->rank, why);
-        else if (look < 0)
-            snprintf(seen, sizeof seen, "%s", why);
-        else if (look == 1) /* a failed answer leaves no hello of ours: never remove another's */
-            answered = (st = put_hello(s, rd, &c, nonce, hello_path, msg, msg_bytes)) == HIDET_NCCL_SUCCESS;
-        if (st != HIDET_NCCL_SUCCESS) {
-            if (answered) unlink(hello_path);
-            return st;
+            break;
         }
-        if (answered && take_announce(s, rd, &c, nonce, id_path, seen, sizeof seen)) {
-            unlink(hello_path); /* tells the root this rank has its bytes */
+        if (look < 0 || (look == 0 && why[0] && !answered)) snprintf(seen, sizeof seen, "%s", why);
+        int kept = look == 1 || !answered ? 1 : answer_kept(s, rd, &c, nonce, hello_path, &mine, why, sizeof why);
+        if (kept < 0) {
+            st = hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "%s", why);
+            answered = 0; /* another's now: nothing of ours to withdraw */
+            break;
+        }
+        if (kept == 1 && (look == 1 || answered) && !hidet_nccl__poll_expired(poll)) {
+            answered = 0;
+            st = put_hello(s, rd, &c, nonce, hello_path, &mine, msg, msg_bytes);
+            answered = st == HIDET_NCCL_SUCCESS;
+            if (!answered) break;
+        }
+        if (answered && !hidet_nccl__poll_expired(poll) &&
+            take_announce(s, rd, &c, nonce, id_path, seen, sizeof seen)) {
+            struct stat now; /* removing it tells the root this rank has its bytes */
+            if (lstat(hello_path, &now) == 0 && hidet_nccl__bf_same_file(&now, &mine)) unlink(hello_path);
             return HIDET_NCCL_SUCCESS;
         }
         if (answered && strcmp(seen, "no claim from the root yet") == 0) snprintf(seen, sizeof seen, "no file yet");
-        if (hidet_nccl__poll_expired(&poll)) {
-            char quit[4352 + 8];
-            snprintf(quit, sizeof quit, "%s.gaveup", hello_path);
-            if (answered && rename(hello_path, quit) != 0) unlink(hello_path);
-            return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_TIMEOUT,
-                                   "rank %d waited %.1f s for %s from rank %d (root); last seen: %s", s->rank,
-                                   timeout_s, id_path, rd->root, seen);
-        }
-        hidet_nccl__poll_pause(&poll);
+        if (!hidet_nccl__poll_expired(poll)) hidet_nccl__poll_pause(poll);
     }
+    if (answered) withdraw(hello_path, &mine, st == HIDET_NCCL_SUCCESS ? MARK_GAVEUP : MARK_FAILED);
+    if (st != HIDET_NCCL_SUCCESS) return st;
+    return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_TIMEOUT,
+                           "rank %d waited %.1f s for %s from rank %d (root); last seen: %s", s->rank,
+                           hidet_nccl__poll_waited(poll), id_path, rd->root, seen);
 }
 
 static hidet_nccl_status_t run_round(file_state_t *s, const round_t *rd, double timeout_s, char *msg,
@@ -564,8 +828,10 @@ static hidet_nccl_status_t run_round(file_state_t *s, const round_t *rd, double 
         if (rd->part_bytes) memmove(rd->out, rd->part, rd->part_bytes);
         return HIDET_NCCL_SUCCESS;
     }
-    if (s->rank == rd->root) return root_round(s, rd, timeout_s, msg, msg_bytes);
-    return reader_round(s, rd, timeout_s, msg, msg_bytes);
+    hn_poll_t poll;
+    begin_poll(s, &poll, timeout_s);
+    if (s->rank == rd->root) return root_round(s, rd, &poll, msg, msg_bytes);
+    return reader_round(s, rd, &poll, msg, msg_bytes);
 }
 
 /* A round's sequence number: the bootstrap's generation above its tag. */

@@ -1,6 +1,4 @@
 /* The root's claim on a round of the shared-file bootstrap (file_claim_int.h). */
-#include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +18,6 @@ static uint64_t unix_ms(void) {
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void this_host(char host[HN_BF_HOST_BYTES + 1]) {
-    if (gethostname(host, HN_BF_HOST_BYTES) != 0) host[0] = '\0';
-    host[HN_BF_HOST_BYTES] = '\0';
-}
-
 /* Reads the round's claim into *m (its bytes in *data, freed by the caller; NULL unless 1).
  * 1 read, 0 none, -1 refused or not this round's claim (why). */
 static int read_claim(const hn_bf_claim_t *c, uint8_t **data, hidet_nccl__bf_msg_t *m, char *why, size_t why_bytes) {
@@ -42,33 +35,38 @@ static int read_claim(const hn_bf_claim_t *c, uint8_t **data, hidet_nccl__bf_msg
     return 1;
 }
 
-/* A claim nobody holds any more: past its expiry, or of a process of this host that is gone. */
+/* A claim nobody holds any more: past its expiry, or of a process of this host that is gone (or
+ * of this very process: an earlier call's), collided or not. */
 static int stale(const hidet_nccl__bf_msg_t *m) {
     if (m->expiry_ms < unix_ms()) return 1;
     char host[HN_BF_HOST_BYTES + 1];
-    this_host(host);
-    return strcmp(host, m->host) == 0 &&
-           ((pid_t)m->pid == getpid() || (kill((pid_t)m->pid, 0) != 0 && errno == ESRCH));
+    hidet_nccl__bf_this_host(host);
+    return (strcmp(host, m->host) == 0 && (pid_t)m->pid == getpid()) || hidet_nccl__bf_process_gone(m->pid, m->host);
 }
 
 static void describe(const hidet_nccl__bf_msg_t *m, char *out, size_t n) {
     long long left = (long long)m->expiry_ms - (long long)unix_ms();
-    snprintf(out, n, "pid %u on host '%s', held for %.1f s more", m->pid, m->host, left > 0 ? (double)left / 1e3 : 0.0);
+    if (hidet_nccl__bf_process_gone(m->pid, m->host))
+        snprintf(out, n, "pid %u on host '%s', which is gone", m->pid, m->host);
+    else if (left <= 0)
+        snprintf(out, n, "pid %u on host '%s', expired %.1f s ago", m->pid, m->host, (double)-left / 1e3);
+    else
+        snprintf(out, n, "pid %u on host '%s', held for %.1f s more", m->pid, m->host, (double)left / 1e3);
 }
 
 int hidet_nccl__bf_claim_take(hn_bf_claim_t *c, double hold_s, char *why, size_t why_bytes) {
     uint8_t file[CLAIM_FILE];
     char host[HN_BF_HOST_BYTES + 1];
-    this_host(host);
+    hidet_nccl__bf_this_host(host);
     if (hidet_nccl__bf_random(c->nonce, sizeof c->nonce, why, why_bytes) != 0) return -1;
     size_t len = hidet_nccl__bf_encode_claim(file, sizeof file, c->key, c->seq, c->world, c->root, c->nonce,
                                              unix_ms() + (uint64_t)(hold_s * 1000), (uint32_t)getpid(), 0, host);
     for (int attempt = 0; attempt < 4; attempt++) {
-        int put = hidet_nccl__bf_publish_new(c->path, file, len, why, why_bytes);
+        int put = hidet_nccl__bf_publish_new(c->path, file, len, &c->seen, why, why_bytes);
         if (put < 0) return -1;
         if (put == 0) {
-            c->have = lstat(c->path, &c->seen) == 0;
-            return c->have ? 0 : WHY("%s vanished as it was put", c->path);
+            c->have = 1;
+            return 0;
         }
         uint8_t *data;
         hidet_nccl__bf_msg_t m;
@@ -87,7 +85,8 @@ int hidet_nccl__bf_claim_take(hn_bf_claim_t *c, double hold_s, char *why, size_t
         free(data);
         struct stat st;
         if (got != 0 && (lstat(c->path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()))
-            return WHY("%s (%s)", got < 0 ? inner : "a stale claim", "not this user's regular file; refused");
+            return got < 0 ? WHY("%s", inner)
+                           : WHY("%s: a stale claim, not this user's regular file; refused", c->path);
         unlink(c->path); /* stale, torn or of an older format: this user's, and nobody holds it */
     }
     return WHY("could not claim %s: it came back four times", c->path);
@@ -115,22 +114,28 @@ int hidet_nccl__bf_claim_held(hn_bf_claim_t *c, char *why, size_t why_bytes) {
 }
 
 int hidet_nccl__bf_claim_look(hn_bf_claim_t *c, char *why, size_t why_bytes) {
+    if (why_bytes) why[0] = '\0';
     struct stat st;
     if (lstat(c->path, &st) != 0) return 0;
-    if (c->have && hidet_nccl__bf_same_file(&st, &c->seen)) return 0;
+    if ((c->have || c->seen.st_ino != 0) && hidet_nccl__bf_same_file(&st, &c->seen)) return 0;
     uint8_t *data;
     hidet_nccl__bf_msg_t m;
     int got = read_claim(c, &data, &m, why, why_bytes);
     if (got <= 0) return got;
-    int rc = 0;
-    if (m.flags & HN_BF_CLAIM_COLLIDED) {
-        char who[160];
-        describe(&m, who, sizeof who);
+    int rc = 0, answered = c->have && memcmp(m.nonce, c->nonce, HN_BF_NONCE) == 0;
+    char who[160];
+    describe(&m, who, sizeof who);
+    /* A collided claim is news to those who answered it, and to everyone while its root lives;
+     * once it is stale (its root gone, or expired) it is the leftover of an earlier job. */
+    if ((m.flags & HN_BF_CLAIM_COLLIDED) && (answered || !stale(&m))) {
         rc = HN_BF_COLLIDED;
         snprintf(why, why_bytes,
                  "this round's claim %s (root %s) is marked collided: two jobs use job key '%s' in this directory "
                  "at once; both fail. Give each job its own key", c->path, who, c->key);
-    } else if (!stale(&m) && (!c->have || memcmp(m.nonce, c->nonce, HN_BF_NONCE) != 0)) {
+    } else if (stale(&m)) {
+        snprintf(why, why_bytes, "%s is a stale %sclaim (root %s), not this job's root: waiting for it",
+                 c->path, (m.flags & HN_BF_CLAIM_COLLIDED) ? "collided " : "", who);
+    } else if (!answered) {
         memcpy(c->nonce, m.nonce, HN_BF_NONCE);
         c->have = 1;
         rc = 1;
@@ -144,10 +149,14 @@ void hidet_nccl__bf_claim_mark(const hn_bf_claim_t *c) {
     uint8_t *data, file[CLAIM_FILE];
     hidet_nccl__bf_msg_t m;
     char why[512];
+    struct stat before;
+    if (lstat(c->path, &before) != 0) return;
+    /* Over the very claim read, looked at again just before the rename: a claim that its holder
+     * removed meanwhile is not brought back (it would outlive everyone as a collided claim). */
     if (read_claim(c, &data, &m, why, sizeof why) == 1 && !(m.flags & HN_BF_CLAIM_COLLIDED)) {
         size_t len = hidet_nccl__bf_encode_claim(file, sizeof file, c->key, c->seq, c->world, c->root, m.nonce,
                                                  m.expiry_ms, m.pid, m.flags | HN_BF_CLAIM_COLLIDED, m.host);
-        hidet_nccl__bf_publish(c->path, file, len, why, sizeof why);
+        hidet_nccl__bf_publish_over(c->path, &before, file, len, NULL, why, sizeof why);
     }
     free(data);
 }
@@ -156,4 +165,28 @@ void hidet_nccl__bf_claim_drop(hn_bf_claim_t *c) {
     char why[512];
     if (c->have && hidet_nccl__bf_claim_held(c, why, sizeof why) == 0) unlink(c->path);
     c->have = 0;
+}
+
+/* 1 if the claim file is c's (its nonce), marked collided and not expired. */
+static int collided_ours(const hn_bf_claim_t *c) {
+    uint8_t *data;
+    hidet_nccl__bf_msg_t m;
+    char why[512];
+    int got = read_claim(c, &data, &m, why, sizeof why);
+    int ours = got == 1 && memcmp(m.nonce, c->nonce, HN_BF_NONCE) == 0 && (m.flags & HN_BF_CLAIM_COLLIDED) &&
+               m.expiry_ms > unix_ms();
+    free(data);
+    return ours;
+}
+
+int hidet_nccl__bf_claim_collided_ours(const hn_bf_claim_t *c) { return c->have && collided_ours(c); }
+
+int hidet_nccl__bf_claim_remove_collided(hn_bf_claim_t *c) {
+    struct stat before, now;
+    int have = c->have;
+    c->have = 0;
+    if (!have || lstat(c->path, &before) != 0) return 0;
+    /* Ours and unexpired: nobody else may replace it yet, so the file removed is that one. */
+    if (!collided_ours(c) || lstat(c->path, &now) != 0 || !hidet_nccl__bf_same_file(&before, &now)) return 0;
+    return unlink(c->path) == 0;
 }

@@ -4,7 +4,8 @@
  * their hellos and accept only an announce that carries it. A second live root of the same job
  * key and round (two jobs sharing a key) finds the claim taken, marks it collided and fails;
  * the first root and every reader see the mark and fail too: a collision is an error, never a
- * wrong peer. */
+ * wrong peer. The mark lasts while its root lives: the root removes it once every answer to
+ * it is withdrawn, and a collided claim of a dead root is stale like any other. */
 #ifndef HIDET_NCCL_BOOTSTRAP_FILE_FILE_CLAIM_INT_H_
 #define HIDET_NCCL_BOOTSTRAP_FILE_FILE_CLAIM_INT_H_
 
@@ -37,7 +38,9 @@ int hidet_nccl__bf_claim_take(hn_bf_claim_t *c, double hold_s, char *why, size_t
 int hidet_nccl__bf_claim_held(hn_bf_claim_t *c, char *why, size_t why_bytes);
 
 /* A reader: looks at the claim when it changed. 1 a new live claim (c->nonce), 0 nothing new
- * (none yet, an expired one, or the same), -1 a file refused (why), HN_BF_COLLIDED. */
+ * (none yet, the same, or a stale one: expired or of a dead process of this host, collided or
+ * not; why then says so, else why is ""), -1 a file refused (why), HN_BF_COLLIDED (a claim
+ * marked collided whose root lives, or the very claim this reader answered). */
 int hidet_nccl__bf_claim_look(hn_bf_claim_t *c, char *why, size_t why_bytes);
 
 /* Anyone who sees two processes in one round: marks the claim collided (kept otherwise). */
@@ -45,5 +48,13 @@ void hidet_nccl__bf_claim_mark(const hn_bf_claim_t *c);
 
 /* The root at the end of its round: removes its claim if it is still the one it put. */
 void hidet_nccl__bf_claim_drop(hn_bf_claim_t *c);
+
+/* 1 if the claim file is still this root's (its nonce), marked collided and not expired. */
+int hidet_nccl__bf_claim_collided_ours(const hn_bf_claim_t *c);
+
+/* The root whose claim was marked collided, once nobody needs the mark any more (every answer
+ * to it withdrawn): removes it if it still carries this root's nonce and has not expired (a
+ * claim nobody can replace yet, so the file removed is that one). 1 removed, else 0. */
+int hidet_nccl__bf_claim_remove_collided(hn_bf_claim_t *c);
 
 #endif

@@ -18,18 +18,26 @@ static size_t encode(uint8_t *out, size_t cap, int kind, const char *key, uint64
     return hidet_nccl__frame_begin(out, cap, HN_BF_HEADER, k_magic, HN_BF_VERSION, &f);
 }
 
+/* A host name field: the name, NUL-padded to HN_BF_HOST_BYTES. */
+static void put_host(uint8_t *at, const char *host) {
+    memset(at, 0, HN_BF_HOST_BYTES);
+    memcpy(at, host, strnlen(host, HN_BF_HOST_BYTES));
+}
+
 size_t hidet_nccl__bf_encode_hello(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                                    uint32_t rank, const uint8_t nonce[HN_BF_NONCE],
-                                   const uint8_t root_nonce[HN_BF_NONCE], const void *part, uint32_t part_bytes) {
+                                   const uint8_t root_nonce[HN_BF_NONCE], uint32_t pid, const char *host,
+                                   const void *part, uint32_t part_bytes) {
     if (part_bytes > HN_BF_MAX_DATA) return 0;
-    size_t total =
-        encode(out, cap, HN_BF_KIND_HELLO, key, seq, world, rank, 2 * HN_BF_NONCE + 4 + (size_t)part_bytes);
+    size_t total = encode(out, cap, HN_BF_KIND_HELLO, key, seq, world, rank, HN_BF_HELLO_FIXED + (size_t)part_bytes);
     if (total == 0) return 0;
     uint8_t *b = out + HN_BF_HEADER;
     memcpy(b, nonce, HN_BF_NONCE);
     memcpy(b + HN_BF_NONCE, root_nonce, HN_BF_NONCE);
-    hidet_nccl__put32(b + 2 * HN_BF_NONCE, part_bytes);
-    if (part_bytes) memcpy(b + 2 * HN_BF_NONCE + 4, part, part_bytes);
+    hidet_nccl__put32(b + 2 * HN_BF_NONCE, pid);
+    put_host(b + 2 * HN_BF_NONCE + 4, host);
+    hidet_nccl__put32(b + HN_BF_HELLO_FIXED - 4, part_bytes);
+    if (part_bytes) memcpy(b + HN_BF_HELLO_FIXED, part, part_bytes);
     return hidet_nccl__frame_seal(out, total);
 }
 
@@ -43,8 +51,7 @@ size_t hidet_nccl__bf_encode_claim(uint8_t *out, size_t cap, const char *key, ui
     hidet_nccl__put64(b + HN_BF_NONCE, expiry_ms);
     hidet_nccl__put32(b + HN_BF_NONCE + 8, pid);
     hidet_nccl__put32(b + HN_BF_NONCE + 12, flags);
-    memset(b + HN_BF_NONCE + 16, 0, HN_BF_HOST_BYTES);
-    memcpy(b + HN_BF_NONCE + 16, host, strnlen(host, HN_BF_HOST_BYTES));
+    put_host(b + HN_BF_NONCE + 16, host);
     return hidet_nccl__frame_seal(out, total);
 }
 
@@ -62,6 +69,16 @@ size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key,
 
 #define WHY(...) (snprintf(why, why_bytes, __VA_ARGS__), -1)
 
+/* A host name field into msg->host: -1 unless NUL-padded. */
+static int get_host(const uint8_t *at, hidet_nccl__bf_msg_t *msg) {
+    size_t len = strnlen((const char *)at, HN_BF_HOST_BYTES);
+    for (size_t i = len; i < HN_BF_HOST_BYTES; i++)
+        if (at[i] != 0) return -1;
+    memcpy(msg->host, at, len);
+    msg->host[len] = '\0';
+    return 0;
+}
+
 int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *msg, char *why, size_t why_bytes) {
     hn_frame_t f;
     if (hidet_nccl__frame_check(buf, len, HN_BF_HEADER, k_magic, HN_BF_VERSION, HN_BF_MAX_FILE, HN_BF_MAX_WORLD,
@@ -76,13 +93,16 @@ int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *m
     uint32_t body = f.body;
     const uint8_t *b = buf + HN_BF_HEADER;
     if (msg->kind == HN_BF_KIND_HELLO) {
-        if (body < 2 * HN_BF_NONCE + 4) return WHY("a hello of %u body bytes (at least %d)", body, 2 * HN_BF_NONCE + 4);
-        msg->data_bytes = hidet_nccl__get32(b + 2 * HN_BF_NONCE);
-        if ((size_t)body != 2 * HN_BF_NONCE + 4 + (size_t)msg->data_bytes)
-            return WHY("a hello of %u body bytes does not hold two nonces and %u part bytes", body, msg->data_bytes);
+        if (body < HN_BF_HELLO_FIXED) return WHY("a hello of %u body bytes (at least %d)", body, HN_BF_HELLO_FIXED);
+        msg->data_bytes = hidet_nccl__get32(b + HN_BF_HELLO_FIXED - 4);
+        if ((size_t)body != HN_BF_HELLO_FIXED + (size_t)msg->data_bytes)
+            return WHY("a hello of %u body bytes does not hold its fixed fields and %u part bytes", body,
+                       msg->data_bytes);
+        if (get_host(b + 2 * HN_BF_NONCE + 4, msg) != 0) return WHY("a hello whose host name is not NUL-padded");
         msg->nonce = b;
         msg->root_nonce = b + HN_BF_NONCE;
-        msg->data = b + 2 * HN_BF_NONCE + 4;
+        msg->pid = hidet_nccl__get32(b + 2 * HN_BF_NONCE);
+        msg->data = b + HN_BF_HELLO_FIXED;
         return 0;
     }
     if (msg->kind == HN_BF_KIND_CLAIM) {
@@ -91,13 +111,8 @@ int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *m
         msg->expiry_ms = hidet_nccl__get64(b + HN_BF_NONCE);
         msg->pid = hidet_nccl__get32(b + HN_BF_NONCE + 8);
         msg->flags = hidet_nccl__get32(b + HN_BF_NONCE + 12);
-        const uint8_t *host = b + HN_BF_NONCE + 16;
-        size_t host_len = strnlen((const char *)host, HN_BF_HOST_BYTES);
-        for (size_t i = host_len; i < HN_BF_HOST_BYTES; i++)
-            if (host[i] != 0) return WHY("a claim whose host name is not NUL-padded");
+        if (get_host(b + HN_BF_NONCE + 16, msg) != 0) return WHY("a claim whose host name is not NUL-padded");
         if (msg->flags & ~HN_BF_CLAIM_COLLIDED) return WHY("a claim with unknown flags 0x%x", msg->flags);
-        memcpy(msg->host, host, host_len);
-        msg->host[host_len] = '\0';
         return 0;
     }
     if (msg->kind != HN_BF_KIND_ANNOUNCE) return WHY("unknown kind %d", msg->kind);

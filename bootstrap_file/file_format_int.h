@@ -1,16 +1,18 @@
 /* Internal: the bytes of the shared-file bootstrap's files (docs/bootstrap_file.md).
  * Three kinds share one layout: the root's CLAIM on a round (its random nonce, who it is and
  * until when it holds the round), a reader's HELLO (its random nonce, the nonce of the claim it
- * answers and, for an allgather, its part) and the root's ANNOUNCE (the bytes every rank gets,
- * and every nonce). Everything is little-endian:
+ * answers, who wrote it and, for an allgather, its part) and the root's ANNOUNCE (the bytes
+ * every rank gets, and every nonce). Everything is little-endian:
  *
- *   0  magic "HNCCLBF\0"       8  u16 format version (3)   10 u16 kind (1 hello, 2 announce, 3 claim)
+ *   0  magic "HNCCLBF\0"       8  u16 format version (4)   10 u16 kind (1 hello, 2 announce, 3 claim)
  *   12 u32 world size          16 u32 rank (hello: sender; announce, claim: root)
  *   20 u32 body bytes          24 u64 sequence number      32 char key[64], NUL-padded
  *   96 body                    96+body: u32 crc32 (zlib) of bytes 0 .. 96+body
  *
  *   claim body:    nonce[16], u64 expiry (Unix ms), u32 pid, u32 flags (1: collided), host[64]
- *   hello body:    nonce[16], root nonce[16], u32 part bytes, part (0 bytes for a broadcast)
+ *   hello body:    nonce[16], root nonce[16], u32 pid, host[64] (its writer, so that the hello of
+ *                  a dead process of this host is known stale), u32 part bytes, part (0 bytes
+ *                  for a broadcast)
  *   announce body: u32 data bytes, data, then world size nonces of 16 bytes (the root's slot
  *                  holds the claim's nonce)
  */
@@ -20,13 +22,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HN_BF_VERSION 3
+#define HN_BF_VERSION 4
 #define HN_BF_KIND_HELLO 1
 #define HN_BF_KIND_ANNOUNCE 2
 #define HN_BF_KIND_CLAIM 3
 #define HN_BF_CLAIM_COLLIDED 1u
 #define HN_BF_HOST_BYTES 64
 #define HN_BF_CLAIM_BODY (HN_BF_NONCE + 8 + 4 + 4 + HN_BF_HOST_BYTES)
+/* A hello's body before its part. */
+#define HN_BF_HELLO_FIXED (2 * HN_BF_NONCE + 4 + HN_BF_HOST_BYTES + 4)
 #define HN_BF_HEADER 96
 #define HN_BF_KEY_BYTES 64
 #define HN_BF_NONCE 16
@@ -48,14 +52,15 @@ typedef struct {
     uint32_t data_bytes;
     const uint8_t *nonces; /* announce only: world_size x 16 bytes */
     uint64_t expiry_ms;    /* claim: Unix time in ms after which the claim is stale */
-    uint32_t pid, flags;   /* claim: the root's process id; HN_BF_CLAIM_COLLIDED */
-    char host[HN_BF_HOST_BYTES + 1]; /* claim: the root's host name */
+    uint32_t pid, flags;   /* claim, hello: the writer's process id; claim: HN_BF_CLAIM_COLLIDED */
+    char host[HN_BF_HOST_BYTES + 1]; /* claim, hello: the writer's host name */
 } hidet_nccl__bf_msg_t;
 
 /* Encodes into out (capacity cap); returns the length, or 0 if it does not fit. */
 size_t hidet_nccl__bf_encode_hello(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                                    uint32_t rank, const uint8_t nonce[HN_BF_NONCE],
-                                   const uint8_t root_nonce[HN_BF_NONCE], const void *part, uint32_t part_bytes);
+                                   const uint8_t root_nonce[HN_BF_NONCE], uint32_t pid, const char *host,
+                                   const void *part, uint32_t part_bytes);
 size_t hidet_nccl__bf_encode_claim(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                                    uint32_t root, const uint8_t nonce[HN_BF_NONCE], uint64_t expiry_ms, uint32_t pid,
                                    uint32_t flags, const char *host);

@@ -1,6 +1,9 @@
 /* Files in a shared directory: O_NOFOLLOW opens, fstat checks, atomic publishing. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,15 +15,131 @@
 
 #define WHY(...) (snprintf(why, why_bytes, __VA_ARGS__), -1)
 
-int hidet_nccl__bf_check_dir(const char *dir, char *why, size_t why_bytes) {
-    struct stat st;
-    if (stat(dir, &st) != 0) return WHY("rendezvous directory %s: %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return WHY("rendezvous directory %s is not a directory", dir);
-    if ((st.st_mode & (S_IWOTH | S_IWGRP)) && !(st.st_mode & S_ISVTX))
-        return WHY("rendezvous directory %s is writable by %s without the sticky bit (mode %04o): another user "
-                   "could replace the files in it; use a private directory or one with the sticky bit (like /tmp)",
-                   dir, (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 07777));
+/* "uid 1001 (mallory)", or "uid 1001" where the name is not known. */
+static void owner_of(uid_t uid, char *out, size_t n) {
+    struct passwd pw, *found = NULL;
+    char buf[2048];
+    if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != NULL)
+        snprintf(out, n, "uid %u (%s)", (unsigned)uid, pw.pw_name);
+    else
+        snprintf(out, n, "uid %u", (unsigned)uid);
+}
+
+/* What the rendezvous directory itself (last) or a directory above it must be: this user's or
+ * root's (its owner can rename, remove or replace what it holds, sticky bit or not), and not
+ * writable by its group or others unless it has the sticky bit (then they can remove or rename
+ * only what they own). name is how the message calls it. */
+static int safe_dir(const char *path, const char *name, const struct stat *st, int last, char *why, size_t why_bytes) {
+    char owner[160], me[160];
+    owner_of(st->st_uid, owner, sizeof owner);
+    owner_of(geteuid(), me, sizeof me);
+    unsigned mode = (unsigned)(st->st_mode & 07777);
+    if (st->st_uid != geteuid() && st->st_uid != 0) {
+        if (last)
+            return WHY("rendezvous directory %s is owned by %s, not by this user (%s) or root (mode %04o): its owner "
+                       "can remove or replace the job's files in it; use a directory of your own", name, owner, me,
+                       mode);
+        return WHY("%s, above the rendezvous directory %s, is owned by %s, not by this user (%s) or root (mode %04o): "
+                   "its owner can rename what it holds and put a directory of hers in its place; use a rendezvous "
+                   "directory under directories that only you and root can change", path, name, owner, me, mode);
+    }
+    if ((st->st_mode & (S_IWOTH | S_IWGRP)) && !(st->st_mode & S_ISVTX)) {
+        const char *who = (st->st_mode & S_IWOTH) ? "others" : "its group";
+        if (last)
+            return WHY("rendezvous directory %s is writable by %s without the sticky bit (mode %04o, owner %s): "
+                       "another user could replace the files in it; use a private directory or one with the sticky "
+                       "bit (like /tmp)", name, who, mode, owner);
+        return WHY("%s, above the rendezvous directory %s, is writable by %s without the sticky bit (mode %04o, owner "
+                   "%s): another user can rename the directory in it away and put her own in its place; use a "
+                   "rendezvous directory under directories that only you and root can change, or one whose parents "
+                   "have the sticky bit (like /tmp)", path, name, who, mode, owner);
+    }
     return 0;
+}
+
+/* Every proper prefix of the absolute path p ("/", "/a", "/a/b" of "/a/b/c"), through fn; the
+ * first failure stops the walk. */
+static int each_parent(char *p, int (*fn)(const char *prefix, void *ctx), void *ctx) {
+    if (fn("/", ctx) != 0) return -1;
+    size_t len = strlen(p);
+    while (len > 1 && p[len - 1] == '/') p[--len] = '\0'; /* "a/b/" is "a/b" */
+    for (char *q = p + 1; *q; q++) {
+        if (*q != '/' || q[-1] == '/') continue;
+        *q = '\0';
+        int rc = fn(p, ctx);
+        *q = '/';
+        if (rc != 0) return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    const char *name; /* the rendezvous directory as given */
+    char *why;
+    size_t why_bytes;
+} walk_t;
+
+/* A directory above the rendezvous directory on the path as given: a directory must be safe;
+ * a symbolic link must be this user's or root's (its owner could point it elsewhere; where it
+ * leads is checked by the walk of the resolved path). */
+static int given_parent(const char *prefix, void *ctx) {
+    walk_t *w = ctx;
+    char *why = w->why;
+    size_t why_bytes = w->why_bytes;
+    struct stat st;
+    if (lstat(prefix, &st) != 0) return WHY("rendezvous directory %s: %s: %s", w->name, prefix, strerror(errno));
+    if (S_ISLNK(st.st_mode) && st.st_uid != geteuid() && st.st_uid != 0) {
+        char owner[160];
+        owner_of(st.st_uid, owner, sizeof owner);
+        return WHY("%s, on the way to the rendezvous directory %s, is a symbolic link owned by %s, not by this user "
+                   "or root: its owner can point it elsewhere", prefix, w->name, owner);
+    }
+    return S_ISDIR(st.st_mode) ? safe_dir(prefix, w->name, &st, 0, why, why_bytes) : 0;
+}
+
+/* A directory above the rendezvous directory on the path it resolves to (no links there). */
+static int real_parent(const char *prefix, void *ctx) {
+    walk_t *w = ctx;
+    char *why = w->why;
+    size_t why_bytes = w->why_bytes;
+    struct stat st;
+    if (lstat(prefix, &st) != 0) return WHY("rendezvous directory %s: %s: %s", w->name, prefix, strerror(errno));
+    return safe_dir(prefix, w->name, &st, 0, why, why_bytes);
+}
+
+/* Checked once, when a bootstrap is made: every directory and link checked is one that only
+ * this user and root can change, so what it names cannot change under the job afterwards. */
+int hidet_nccl__bf_check_dir(const char *dir, char *why, size_t why_bytes) {
+    char real[PATH_MAX], given[PATH_MAX + 2], shown[2 * PATH_MAX + 8];
+    struct stat st;
+    if (realpath(dir, real) == NULL) return WHY("rendezvous directory %s: %s", dir, strerror(errno));
+    if (lstat(real, &st) != 0) return WHY("rendezvous directory %s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return WHY("rendezvous directory %s is not a directory", dir);
+    if (strcmp(real, dir) == 0)
+        snprintf(shown, sizeof shown, "%s", dir);
+    else
+        snprintf(shown, sizeof shown, "%s (that is %s)", dir, real);
+    walk_t w = {shown, why, why_bytes};
+    if (safe_dir(real, shown, &st, 1, why, why_bytes) != 0) return -1;
+    if (dir[0] == '/') {
+        snprintf(given, sizeof given, "%s", dir);
+    } else {
+        char cwd[PATH_MAX];
+        if (getcwd(cwd, sizeof cwd) == NULL) return WHY("rendezvous directory %s: getcwd: %s", dir, strerror(errno));
+        if (snprintf(given, sizeof given, "%s/%s", cwd, dir) >= (int)sizeof given)
+            return WHY("rendezvous directory %s: path too long", dir);
+    }
+    size_t len = strlen(given);
+    while (len > 1 && given[len - 1] == '/') given[--len] = '\0';
+    /* The last component: the directory was checked above through real; a link must be ours. */
+    if (lstat(given, &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != geteuid() && st.st_uid != 0) {
+        char owner[160];
+        owner_of(st.st_uid, owner, sizeof owner);
+        return WHY("rendezvous directory %s is a symbolic link owned by %s, not by this user or root: its owner can "
+                   "point it elsewhere", given, owner);
+    }
+    if (each_parent(given, given_parent, &w) != 0) return -1;
+    return each_parent(real, real_parent, &w);
 }
 
 int hidet_nccl__bf_read(const char *path, size_t min, size_t max, uint8_t **data, size_t *len, char *why, size_t why_bytes) {
@@ -71,14 +190,18 @@ int hidet_nccl__bf_read(const char *path, size_t min, size_t max, uint8_t **data
 }
 
 /* Writes data to a new temporary file beside path and puts it in place: renamed over what is
- * there, or (exclusive) linked only where nothing is. 0, 1 (exclusive: path exists), or -1
+ * there (how HOW_OVER), linked only where nothing is (HOW_NEW), or renamed over *expect only
+ * (HOW_IF_SAME: looked at just before the rename, so that a file that changed since its
+ * caller read it is not overwritten). 0, 1 (not put: a file is there, or it changed), or -1
  * and why. The temporary file is gone either way. */
-static int put_in_place(const char *path, const uint8_t *data, size_t len, int exclusive, char *why,
-                        size_t why_bytes) {
-    char tmp[4096 + 64];
+enum { HOW_OVER, HOW_NEW, HOW_IF_SAME };
+static int put_in_place(const char *path, const uint8_t *data, size_t len, int how, const struct stat *expect,
+                        struct stat *put_st, char *why, size_t why_bytes) {
+    char tmp[4096 + 160], host[HN_BF_HOST_BYTES + 1];
     uint32_t salt = 0;
     if (hidet_nccl__bf_random(&salt, sizeof salt, why, why_bytes) != 0) return -1;
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%08x", path, (long)getpid(), salt) >= (int)sizeof tmp)
+    hidet_nccl__bf_this_host(host);
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%s.%ld.%08x", path, host, (long)getpid(), salt) >= (int)sizeof tmp)
         return WHY("path %s is too long", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return WHY("cannot create %s: %s", tmp, strerror(errno));
@@ -92,20 +215,40 @@ static int put_in_place(const char *path, const uint8_t *data, size_t len, int e
         else put += (size_t)w;
     }
     if (rc == 0 && fsync(fd) != 0) rc = WHY("fsync %s: %s", tmp, strerror(errno));
+    struct stat mine; /* the file as put: rename and link keep its inode and mtime */
+    if (rc == 0 && fstat(fd, &mine) != 0) rc = WHY("fstat %s: %s", tmp, strerror(errno));
     if (close(fd) != 0 && rc == 0) rc = WHY("close %s: %s", tmp, strerror(errno));
-    if (rc == 0 && !exclusive && rename(tmp, path) != 0) rc = WHY("rename %s to %s: %s", tmp, path, strerror(errno));
-    if (rc == 0 && exclusive && link(tmp, path) != 0)
+    struct stat now;
+    if (rc == 0 && how == HOW_IF_SAME && (lstat(path, &now) != 0 || !hidet_nccl__bf_same_file(&now, expect))) rc = 1;
+    if (rc == 0 && how != HOW_NEW && rename(tmp, path) != 0)
+        rc = WHY("rename %s to %s: %s", tmp, path, strerror(errno));
+    if (rc == 0 && how == HOW_NEW && link(tmp, path) != 0)
         rc = errno == EEXIST ? 1 : WHY("link %s to %s: %s", tmp, path, strerror(errno));
-    if (rc != 0 || exclusive) unlink(tmp);
+    if (rc != 0 || how == HOW_NEW) unlink(tmp);
+    if (rc == 0 && put_st != NULL) *put_st = mine;
     return rc;
 }
 
 int hidet_nccl__bf_publish(const char *path, const uint8_t *data, size_t len, char *why, size_t why_bytes) {
-    return put_in_place(path, data, len, 0, why, why_bytes);
+    return put_in_place(path, data, len, HOW_OVER, NULL, NULL, why, why_bytes);
 }
 
-int hidet_nccl__bf_publish_new(const char *path, const uint8_t *data, size_t len, char *why, size_t why_bytes) {
-    return put_in_place(path, data, len, 1, why, why_bytes);
+int hidet_nccl__bf_publish_new(const char *path, const uint8_t *data, size_t len, struct stat *put, char *why,
+                               size_t why_bytes) {
+    return put_in_place(path, data, len, HOW_NEW, NULL, put, why, why_bytes);
+}
+
+int hidet_nccl__bf_publish_over(const char *path, const struct stat *expect, const uint8_t *data, size_t len,
+                                struct stat *put, char *why, size_t why_bytes) {
+    return put_in_place(path, data, len, HOW_IF_SAME, expect, put, why, why_bytes);
+}
+
+void hidet_nccl__bf_what_is(const struct stat *st, char *out, size_t n) {
+    char owner[160];
+    owner_of(st->st_uid, owner, sizeof owner);
+    const char *kind = S_ISREG(st->st_mode) ? "a regular file" : S_ISDIR(st->st_mode) ? "a directory"
+                       : S_ISLNK(st->st_mode) ? "a symbolic link" : "a special file";
+    snprintf(out, n, "%s owned by %s, mode %04o", kind, owner, (unsigned)(st->st_mode & 07777));
 }
 
 int hidet_nccl__bf_same_file(const struct stat *a, const struct stat *b) {
@@ -122,4 +265,35 @@ int hidet_nccl__bf_random(void *out, size_t n, char *why, size_t why_bytes) {
         got += (size_t)r;
     }
     return 0;
+}
+
+void hidet_nccl__bf_this_host(char host[HN_BF_HOST_BYTES + 1]) {
+    if (gethostname(host, HN_BF_HOST_BYTES) != 0) host[0] = '\0';
+    host[HN_BF_HOST_BYTES] = '\0';
+}
+
+int hidet_nccl__bf_process_gone(uint32_t pid, const char *host) {
+    char here[HN_BF_HOST_BYTES + 1];
+    hidet_nccl__bf_this_host(here);
+    if (strcmp(here, host) != 0 || pid == 0 || pid > (uint32_t)INT_MAX || (pid_t)pid == getpid()) return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+int hidet_nccl__bf_tmp_orphaned(const char *name) {
+    const char *at = strstr(name, ".tmp."), *salt = strrchr(name, '.');
+    if (at == NULL || salt == NULL || salt <= at + 5) return 0;
+    const char *pid_at = salt; /* <host>.<pid>.<random>: read from the right, host names hold dots */
+    while (pid_at > at + 5 && pid_at[-1] != '.') pid_at--;
+    if (pid_at <= at + 5 || pid_at == salt) return 0;
+    char host[HN_BF_HOST_BYTES + 1];
+    size_t host_len = (size_t)(pid_at - 1 - (at + 5));
+    if (host_len == 0 || host_len > HN_BF_HOST_BYTES) return 0;
+    memcpy(host, at + 5, host_len);
+    host[host_len] = '\0';
+    uint32_t pid = 0;
+    for (const char *c = pid_at; c < salt; c++) {
+        if (*c < '0' || *c > '9' || pid > 100000000u) return 0;
+        pid = pid * 10 + (uint32_t)(*c - '0');
+    }
+    return hidet_nccl__bf_process_gone(pid, host);
 }

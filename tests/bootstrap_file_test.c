@@ -18,6 +18,17 @@
 #include "hidet_nccl/bootstrap.h"
 #include "tests/cunit_runner.h"
 
+/* A hello of round 0 of `key`, as rank `rank` of `world` (its writer: this test process). */
+#define HELLO_FILE(out, key, world, rank, nonce, root_nonce)                                                 \
+    hidet_nccl__bf_encode_hello((out), sizeof(out), (key), 0, (world), (rank), (nonce), (root_nonce), 1, "elsewhere", \
+                                NULL, 0)
+
+/* Item 22's bounds, at 300 ms per file operation and a 1 s deadline (file_bootstrap.c: no step
+ * starts past the deadline; past it, a call ends the operation in flight and cleans up). */
+#define SLOW_ROOT_BOUND 3.0
+#define SLOW_READER_BOUND 3.0
+#define SLOW_CLEANUP_S 1.3
+
 static char g_peer[PATH_MAX];
 static char g_base[PATH_MAX];
 static int g_case;
@@ -27,6 +38,10 @@ static void new_dir(char *out, size_t n) {
     snprintf(out, n, "%s/case%d", g_base, ++g_case);
     mkdir(out, 0700);
 }
+
+/* What spawn_as gives the next processes it starts: a slow file system (ms per operation on
+ * the rendezvous directory, 0: none), and stderr kept in out.<label>.<rank>.err. */
+static int g_slow_ms, g_keep_stderr;
 
 /* Rank `rank` of a job with key `key`, its output in out.<label>.<rank>. */
 static pid_t spawn_as(const char *dir, const char *key, const char *label, int rank, int n, int rounds, double timeout,
@@ -40,6 +55,17 @@ static pid_t spawn_as(const char *dir, const char *key, const char *label, int r
     snprintf(dl, sizeof dl, "%d", delay_ms);
     pid_t pid = fork();
     if (pid == 0) {
+        if (g_slow_ms > 0) {
+            char ms[16];
+            snprintf(ms, sizeof ms, "%d", g_slow_ms);
+            setenv("HN_TEST_SLOW_FS_MS", ms, 1);
+        }
+        if (g_keep_stderr) {
+            char err[PATH_MAX + 40];
+            snprintf(err, sizeof err, "%s.err", out);
+            int fd = open(err, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+            if (fd >= 0) dup2(fd, 2);
+        }
         execl(g_peer, g_peer, dir, key, r, sz, rd, to, out, dl, (char *)NULL);
         _exit(127);
     }
@@ -327,11 +353,14 @@ static void *root_thread(void *arg) {
 }
 
 /* As rank `rank` of `world`: waits (up to wait_s) for round 0's claim of `key`, then puts a hello
- * answering it with a nonce of nonce_byte. 0, or -1. */
+ * answering it with a nonce of nonce_byte, as written by process pid of host (by default pid 1
+ * of another host: a writer whose death nobody here can see). 0, or -1. */
+static uint32_t g_fake_pid = 1;
+static const char *g_fake_host = "elsewhere";
 static int fake_hello_rank(const char *dir, const char *key, int nonce_byte, int rank, int world, double wait_s) {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/hidet-nccl.%s.0.root", dir, key);
-    uint8_t buf[1024], hello[HN_BF_HEADER + 2 * HN_BF_NONCE + 8], nonce[HN_BF_NONCE];
+    uint8_t buf[1024], hello[HN_BF_HEADER + HN_BF_HELLO_FIXED + 4], nonce[HN_BF_NONCE];
     hidet_nccl__bf_msg_t m;
     char why[512];
     for (int i = 0;; i++) {
@@ -344,7 +373,7 @@ static int fake_hello_rank(const char *dir, const char *key, int nonce_byte, int
     }
     memset(nonce, nonce_byte, sizeof nonce);
     size_t len = hidet_nccl__bf_encode_hello(hello, sizeof hello, key, 0, (uint32_t)world, (uint32_t)rank, nonce,
-                                             m.nonce, NULL, 0);
+                                             m.nonce, g_fake_pid, g_fake_host, NULL, 0);
     snprintf(path, sizeof path, "%s/hidet-nccl.%s.0.hello.%d", dir, key, rank);
     char tmp[PATH_MAX + 80];
     snprintf(tmp, sizeof tmp, "%s.test", path);
@@ -380,7 +409,7 @@ static void test_readers_never_come(void) {
     CU_ASSERT_EQUAL(fake_hello(dir, "lonely2", 7, 5.0), 0);
     pthread_join(t, NULL);
     CU_ASSERT_EQUAL(job.st, HIDET_NCCL_ERROR_TIMEOUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(job.msg, "did not take it within 0.5 s"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(job.msg, "did not take it (waited 0.5 s)"));
     CU_ASSERT(job.took >= 0.5 && job.took < 0.9);
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/hidet-nccl.lonely2.0.hello.1", dir);
@@ -428,20 +457,27 @@ static void test_two_answers_collide(void) {
     for (int i = 0; i < 5000 && access(path, F_OK) != 0; i++) usleep(10000); /* the root published */
     CU_ASSERT_EQUAL(access(path, F_OK), 0);
     CU_ASSERT_EQUAL(fake_hello_rank(dir, "twice", 2, 1, 3, 30.0), 0); /* then rank 1 of the other job */
-
+    /* The claim is marked collided for the others to see while the root is still in its call
+     * (issue 27, item 23: it lingers a moment, then removes it). */
+    snprintf(path, sizeof path, "%s/hidet-nccl.twice.0.root", dir);
+    int marked = 0;
+    for (int i = 0; i < 3000 && !marked; i++) {
+        uint8_t buf[1024];
+        int fd = open(path, O_RDONLY);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
+        if (fd >= 0) close(fd);
+        hidet_nccl__bf_msg_t m;
+        char why[512];
+        marked = n > 0 && hidet_nccl__bf_parse(buf, (size_t)n, &m, why, sizeof why) == 0 &&
+                 m.kind == HN_BF_KIND_CLAIM && (m.flags & HN_BF_CLAIM_COLLIDED);
+        if (!marked) usleep(1000);
+    }
     pthread_join(t, NULL);
+    CU_ASSERT(marked);
     CU_ASSERT_EQUAL(job.st, HIDET_NCCL_ERROR_BOOTSTRAP);
     CU_ASSERT_PTR_NOT_NULL(strstr(job.msg, "two processes answered this round's claim as rank 1"));
-    /* The claim stays, marked collided, for the others to see. */
-    snprintf(path, sizeof path, "%s/hidet-nccl.twice.0.root", dir);
-    uint8_t buf[1024];
-    int fd = open(path, O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
-    if (fd >= 0) close(fd);
-    hidet_nccl__bf_msg_t m;
-    char why[512];
-    CU_ASSERT_FATAL(n > 0 && hidet_nccl__bf_parse(buf, (size_t)n, &m, why, sizeof why) == 0);
-    CU_ASSERT(m.kind == HN_BF_KIND_CLAIM && (m.flags & HN_BF_CLAIM_COLLIDED));
+    CU_ASSERT(job.took < 10); /* a collision fails at once, not at the deadline (60 s) */
+    CU_ASSERT_EQUAL(count_files(dir, ".root"), 0); /* then removed by its root */
 }
 
 /* Issue 15, item 6: two jobs started with the same key in one directory, many times: every
@@ -485,6 +521,12 @@ static void test_same_key_jobs(void) {
            "pairs that reported it\n", detected, pairs, wrong);
     CU_ASSERT_EQUAL(silent, 0);
     CU_ASSERT_EQUAL(detected, pairs);
+    /* Issue 27, item 23: the collided claims were removed by their holders once nobody needed
+     * them; item 19: a clean job with a key that collided, its readers first, works right away. */
+    int claims = count_files(dir, ".root");
+    if (claims) printf("  %d claims left behind\n", claims);
+    CU_ASSERT_EQUAL(claims, 0);
+    CU_ASSERT_EQUAL(run_job(dir, "shared0", 4, 1, 30, 300), 0);
 }
 
 /* Issue 15, item 5: bootstraps one after the other from the same environment (hidet_nccl_init
@@ -501,19 +543,28 @@ static void test_fresh_bootstrap_each_round(void) {
 }
 
 /* Issue 15, item 14: temporary files of writers killed mid-write are removed by the root
- * that ends that round. */
+ * that ends that round (issue 27: only those of writers of this host that are gone; a live
+ * writer's, or one of another host, may be being written). */
+static pid_t dead_pid(void);
+static void this_host(char host[HN_BF_HOST_BYTES + 1]);
 static void test_killed_writers_leftovers(void) {
-    char dir[PATH_MAX], path[PATH_MAX + 96], id[2 * 128 + 1];
+    char dir[PATH_MAX], path[PATH_MAX + 96], id[2 * 128 + 1], host[HN_BF_HOST_BYTES + 1];
     new_dir(dir, sizeof dir);
-    const char *names[] = {"hello.1.tmp.4242.0badf00d", "hello.2.tmp.4243.deadbeef", "id.tmp.4244.00c0ffee",
-                           "root.tmp.4245.12345678"};
+    this_host(host);
+    const char *names[] = {"hello.1", "hello.2", "id", "root"};
     for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/hidet-nccl.killed.0.%s", dir, names[i]);
+        snprintf(path, sizeof path, "%s/hidet-nccl.killed.0.%s.tmp.%s.%d.0badf00%d", dir, names[i], host,
+                 (int)dead_pid(), i);
         put_file(path, (const uint8_t *)"half", 4, 0600);
     }
+    snprintf(path, sizeof path, "%s/hidet-nccl.killed.0.hello.2.tmp.%s.%d.c0ffee00", dir, host, (int)getpid());
+    put_file(path, (const uint8_t *)"being written", 13, 0600); /* a live writer's: kept */
+    snprintf(path, sizeof path, "%s/hidet-nccl.killed.0.hello.1.tmp.elsewhere.%d.c0ffee01", dir, (int)dead_pid());
+    put_file(path, (const uint8_t *)"being written", 13, 0600); /* another host's: kept */
     CU_ASSERT_EQUAL(run_job(dir, "killed", 3, 1, 30, 0), 0);
     CU_ASSERT(all_same_id("killed", 3, 0, id));
-    CU_ASSERT_EQUAL(count_files(dir, ""), 0);
+    CU_ASSERT_EQUAL(count_files(dir, ""), 2);
+    CU_ASSERT_EQUAL(count_files(dir, "c0ffee0"), 2);
 }
 
 /* 7: a symlink at the path, a file owned by another user, a file writable by group or
@@ -560,7 +611,7 @@ static void test_unsafe_files_refused(void) {
     /* Issue 15, item 15: writable by its group without the sticky bit: refused the same way. */
     chmod(open_dir, 0770);
     CU_ASSERT_EQUAL(read_once(open_dir, "unsafe", 0.3, NULL), HIDET_NCCL_ERROR_BOOTSTRAP);
-    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "writable by its group without the sticky bit (mode 0770)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "writable by its group without the sticky bit (mode 0770,"));
     chmod(open_dir, 01770);
     CU_ASSERT_EQUAL(read_once(open_dir, "unsafe", 0.2, NULL), HIDET_NCCL_ERROR_TIMEOUT);
 }
@@ -646,6 +697,327 @@ static void test_bad_params(void) {
     hidet_nccl_settings_reload();
 }
 
+
+/* ---------------------------------------------------------------- issue 27 */
+
+/* Waits for pid; 1 if it exited with status 0. */
+static int exited_ok(pid_t pid) {
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    return WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+}
+
+/* The pid of a process that is gone: a child that exited and was reaped. */
+static pid_t dead_pid(void) {
+    pid_t pid = fork();
+    if (pid == 0) _exit(0);
+    waitpid(pid, NULL, 0);
+    return pid;
+}
+
+static void this_host(char host[HN_BF_HOST_BYTES + 1]) {
+    if (gethostname(host, HN_BF_HOST_BYTES) != 0) host[0] = '\0';
+    host[HN_BF_HOST_BYTES] = '\0';
+}
+
+/* Puts a claim on round 0 of `key` (root 0), held hold_ms more, of process pid on host. */
+static void put_claim(const char *dir, const char *key, uint32_t world, long hold_ms, uint32_t pid, uint32_t flags,
+                      const char *host) {
+    char path[PATH_MAX + 64];
+    uint8_t file[1024], nonce[HN_BF_NONCE];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+    memset(nonce, 0x77, sizeof nonce);
+    size_t len = hidet_nccl__bf_encode_claim(file, sizeof file, key, 0, world, 0, nonce, ms + (uint64_t)hold_ms, pid,
+                                             flags, host);
+    snprintf(path, sizeof path, "%s/hidet-nccl.%s.0.root", dir, key);
+    put_file(path, file, len, 0600);
+}
+
+/* 1 once path exists, 0 if it did not within wait_s. */
+static int wait_for(const char *path, double wait_s) {
+    for (int i = 0; i <= wait_s * 200; i++) {
+        if (access(path, F_OK) == 0) return 1;
+        usleep(5000);
+    }
+    return 0;
+}
+
+/* The stderr a process started with g_keep_stderr left ("" if none). */
+static void err_of(const char *label, int rank, char *out, size_t n) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/out.%s.%d.err", g_base, label, rank);
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return;
+    size_t got = fread(out, 1, n - 1, f);
+    out[got] = '\0';
+    fclose(f);
+}
+
+/* Item 16: a stale .gaveup (any file at hello.<r>.gaveup, even an empty one) never fails the
+ * next round with that key: only a mark that answers this round's claim counts. */
+static void test_stale_gaveup_ignored(void) {
+    char dir[PATH_MAX], path[PATH_MAX + 96], id[257];
+    new_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/hidet-nccl.stale16.0.hello.1.gaveup", dir);
+    put_file(path, (const uint8_t *)"", 0, 0600);
+    uint8_t hello[1024], nonce[HN_BF_NONCE], old_claim[HN_BF_NONCE];
+    memset(nonce, 0x21, sizeof nonce);
+    memset(old_claim, 0x42, sizeof old_claim); /* an older root's claim */
+    size_t len = HELLO_FILE(hello, "stale16", 3, 2, nonce, old_claim);
+    snprintf(path, sizeof path, "%s/hidet-nccl.stale16.0.hello.2.gaveup", dir);
+    put_file(path, hello, len, 0600);
+    CU_ASSERT_EQUAL(run_job(dir, "stale16", 3, 1, 30, 0), 0);
+    CU_ASSERT(all_same_id("stale16", 3, 0, id));
+    CU_ASSERT_EQUAL(count_files(dir, ""), 0); /* the root removed them with the round's leftovers */
+    /* As it happens: a reader answers a root's claim (a live one, of a root on another host, held
+     * 1.5 s), the root fails to come, the reader gives up at its deadline and leaves its
+     * .gaveup; the job run again with the same key once that claim expired must work. */
+    put_claim(dir, "stale16b", 2, 1500, 1, 0, "elsewhere");
+    CU_ASSERT_EQUAL(read_once(dir, "stale16b", 0.8, NULL), HIDET_NCCL_ERROR_TIMEOUT);
+    CU_ASSERT_EQUAL(count_files(dir, "stale16b.0.hello.1.gaveup"), 1);
+    usleep(900 * 1000); /* the claim expires */
+    CU_ASSERT_EQUAL(run_job(dir, "stale16b", 2, 1, 30, 0), 0);
+    CU_ASSERT(all_same_id("stale16b", 2, 0, id));
+    CU_ASSERT_EQUAL(count_files(dir, ""), 0);
+}
+
+/* Item 17: two processes as rank 1 and one root, one key, one directory, many times: the root
+ * never says its bytes were taken when every reader failed (a reader that fails withdraws its
+ * answer with a mark that the root counts as "not taken"). */
+static void test_two_readers_one_rank(void) {
+    char dir[PATH_MAX];
+    new_dir(dir, sizeof dir);
+    int runs = 40, root_ok = 0, root_ok_alone = 0, wrong = 0;
+    for (int i = 0; i < runs; i++) {
+        char key[32], la[32], lb[32], lr[32], root_id[257], a_id[257], b_id[257];
+        snprintf(key, sizeof key, "dup%d", i);
+        snprintf(la, sizeof la, "dupA%d", i);
+        snprintf(lb, sizeof lb, "dupB%d", i);
+        snprintf(lr, sizeof lr, "dupR%d", i);
+        pid_t a = spawn_as(dir, key, la, 1, 2, -1, 1, 0);
+        pid_t b = spawn_as(dir, key, lb, 1, 2, -1, 1, 0);
+        pid_t r = spawn_as(dir, key, lr, 0, 2, -1, 1, 0);
+        int ok_a = exited_ok(a), ok_b = exited_ok(b), ok_r = exited_ok(r);
+        root_ok += ok_r;
+        root_ok_alone += ok_r && !ok_a && !ok_b;
+        id_of(lr, 0, 0, root_id);
+        id_of(la, 1, 0, a_id);
+        id_of(lb, 1, 0, b_id);
+        wrong += ok_r && ((ok_a && strcmp(a_id, root_id) != 0) + (ok_b && strcmp(b_id, root_id) != 0));
+    }
+    printf("\n  %d of %d roots said OK; %d of them while every reader failed\n", root_ok, runs, root_ok_alone);
+    CU_ASSERT_EQUAL(root_ok_alone, 0);
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
+/* Item 18: a reader killed after it answered and started again is that rank coming back, not
+ * a second job: the hello of a dead process of this host is stale. Here the root still waits
+ * for rank 2 when rank 1 dies and comes back. */
+static void test_restarted_reader(void) {
+    char dir[PATH_MAX], path[PATH_MAX + 64], id[257];
+    new_dir(dir, sizeof dir);
+    pid_t root = spawn(dir, "restart", 0, 3, 1, 30, 0);
+    pid_t first = spawn(dir, "restart", 1, 3, 1, 30, 0);
+    snprintf(path, sizeof path, "%s/hidet-nccl.restart.0.hello.1", dir);
+    CU_ASSERT_FATAL(wait_for(path, 20));
+    kill(first, SIGKILL);
+    waitpid(first, NULL, 0);
+    CU_ASSERT_EQUAL(access(path, F_OK), 0); /* its answer stays, as after a crash */
+    pid_t again = spawn(dir, "restart", 1, 3, 1, 30, 0);
+    usleep(200 * 1000);
+    pid_t last = spawn(dir, "restart", 2, 3, 1, 30, 0);
+    CU_ASSERT(exited_ok(again));
+    CU_ASSERT(exited_ok(last));
+    CU_ASSERT(exited_ok(root));
+    CU_ASSERT(all_same_id("restart", 3, 0, id));
+    CU_ASSERT_EQUAL(count_files(dir, ""), 0);
+}
+
+/* Item 18, once the announce is out: rank 1's first process answered and died before it took
+ * the bytes; rank 1 started again replaces that answer, and the root rewrites the announce for
+ * it (a broadcast's bytes are the root's alone, so no rank can have taken other bytes). */
+static void test_restarted_after_publish(void) {
+    char dir[PATH_MAX], path[PATH_MAX + 64], id[257];
+    new_dir(dir, sizeof dir);
+    pid_t first = fork();
+    if (first == 0) { /* rank 1's first process: it answers, then hangs until killed */
+        char host[HN_BF_HOST_BYTES + 1];
+        this_host(host);
+        g_fake_pid = (uint32_t)getpid();
+        g_fake_host = host;
+        if (fake_hello(dir, "restart2", 5, 20.0) != 0) _exit(1);
+        for (;;) pause();
+    }
+    pid_t root = spawn(dir, "restart2", 0, 2, -1, 30, 0);
+    snprintf(path, sizeof path, "%s/hidet-nccl.restart2.0.id", dir);
+    CU_ASSERT_FATAL(wait_for(path, 20)); /* the root took the answer and published */
+    kill(first, SIGKILL);
+    waitpid(first, NULL, 0);
+    pid_t again = spawn(dir, "restart2", 1, 2, -1, 30, 0);
+    CU_ASSERT(exited_ok(again));
+    CU_ASSERT(exited_ok(root));
+    CU_ASSERT(all_same_id("restart2", 2, 0, id));
+    CU_ASSERT_EQUAL(count_files(dir, ""), 0);
+}
+
+/* Item 19: a collided claim whose root is gone (a dead process of this host) is stale: a clean
+ * job with the same key, its readers there before its root, works. */
+static void test_collided_claim_of_dead_root(void) {
+    char dir[PATH_MAX], host[HN_BF_HOST_BYTES + 1], id[257];
+    new_dir(dir, sizeof dir);
+    this_host(host);
+    put_claim(dir, "dead19", 3, 60000, (uint32_t)dead_pid(), HN_BF_CLAIM_COLLIDED, host);
+    CU_ASSERT_EQUAL(run_job(dir, "dead19", 3, 1, 30, 500), 0);
+    CU_ASSERT(all_same_id("dead19", 3, 0, id));
+    CU_ASSERT_EQUAL(count_files(dir, ""), 0);
+}
+
+/* Item 20: the rendezvous directory and every directory above it must be this user's or root's
+ * and not writable by others without the sticky bit (else another user can rename the
+ * directory away and put her own in its place); a symbolic link on the way must be this user's
+ * or root's. The second-user cases with a real second user: tests/bootstrap_file_users_test.sh. */
+static void test_directory_and_ancestors(void) {
+    char dir[PATH_MAX], a[PATH_MAX + 64], b[PATH_MAX + 96], link[PATH_MAX + 96];
+    new_dir(dir, sizeof dir);
+    snprintf(a, sizeof a, "%s/open", dir); /* 0777, no sticky bit: the directory in it can be renamed away */
+    mkdir(a, 0777);
+    chmod(a, 0777);
+    snprintf(b, sizeof b, "%s/rdv", a);
+    mkdir(b, 0700);
+    CU_ASSERT_EQUAL(read_once(b, "anc", 0.2, NULL), HIDET_NCCL_ERROR_BOOTSTRAP);
+    if (strstr(g_last, a) == NULL || strstr(g_last, "writable by others without the sticky bit (mode 0777") == NULL)
+        fprintf(stderr, "parent 0777: %s\n", g_last);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, a));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "writable by others without the sticky bit (mode 0777"));
+    snprintf(b, sizeof b, "%s/deeper/rdv", a); /* a grandparent: the parent can be renamed away */
+    snprintf(link, sizeof link, "%s/deeper", a);
+    mkdir(link, 0755);
+    mkdir(b, 0700);
+    CU_ASSERT_EQUAL(read_once(b, "anc", 0.2, NULL), HIDET_NCCL_ERROR_BOOTSTRAP);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "mode 0777"));
+    chmod(a, 01777); /* like /tmp: what is in it can be renamed by its owner only */
+    CU_ASSERT_EQUAL(read_once(b, "anc", 0.2, NULL), HIDET_NCCL_ERROR_TIMEOUT);
+    snprintf(b, sizeof b, "%s/rdv", a);
+    snprintf(link, sizeof link, "%s/link", a); /* this user's link to this user's directory: fine */
+    CU_ASSERT_FATAL(symlink(b, link) == 0);
+    CU_ASSERT_EQUAL(read_once(link, "anc", 0.2, NULL), HIDET_NCCL_ERROR_TIMEOUT);
+    if (geteuid() != 0) {
+        printf("\n  (not root: the other-owner cases are made by tests/bootstrap_file_users_test.sh only)\n");
+        return;
+    }
+    CU_ASSERT_FATAL(lchown(link, 65534, 65534) == 0); /* its owner could point it elsewhere */
+    CU_ASSERT_EQUAL(read_once(link, "anc", 0.2, NULL), HIDET_NCCL_ERROR_BOOTSTRAP);
+    if (strstr(g_last, "owned by uid 65534") == NULL) fprintf(stderr, "foreign link: %s\n", g_last);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "owned by uid 65534"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, link));
+    CU_ASSERT_FATAL(chown(b, 65534, 65534) == 0); /* another user's directory, even a private one */
+    CU_ASSERT_EQUAL(read_once(b, "anc", 0.2, NULL), HIDET_NCCL_ERROR_BOOTSTRAP);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "owned by uid 65534"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, b));
+    chmod(b, 01777); /* ... and one with the sticky bit: its owner may still remove every file in it */
+    CU_ASSERT_EQUAL(read_once(b, "anc", 0.2, NULL), HIDET_NCCL_ERROR_BOOTSTRAP);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "owned by uid 65534"));
+}
+
+/* Item 22: with a slow file system (300 ms per operation on the directory) and a deadline of
+ * 1 s, the deadline bounds the whole call, and the message says how long it really waited.
+ * The root (of 8 ranks that never come) and a reader (that answers a live claim whose announce
+ * never comes) run in processes of their own with the slow wrapper of file_bootstrap_peer. */
+static double number_after(const char *text, const char *tag) {
+    const char *at = strstr(text, tag);
+    return at ? atof(at + strlen(tag)) : -1;
+}
+
+static void test_slow_file_system(void) {
+    char dir[PATH_MAX], err[8192];
+    new_dir(dir, sizeof dir);
+    put_claim(dir, "slow22r", 2, 60000, 1, 0, "elsewhere");
+    g_slow_ms = 300;
+    g_keep_stderr = 1;
+    pid_t root = spawn_as(dir, "slow22", "slow22", 0, 8, 1, 1.0, 0);
+    pid_t reader = spawn_as(dir, "slow22r", "slow22r", 1, 2, 1, 1.0, 0);
+    g_slow_ms = 0;
+    g_keep_stderr = 0;
+    CU_ASSERT(!exited_ok(root));
+    CU_ASSERT(!exited_ok(reader));
+    const struct {
+        const char *label;
+        int rank;
+        double bound;
+    } who[] = {{"slow22", 0, SLOW_ROOT_BOUND}, {"slow22r", 1, SLOW_READER_BOUND}};
+    for (int i = 0; i < 2; i++) {
+        err_of(who[i].label, who[i].rank, err, sizeof err);
+        double took = number_after(err, "(after "), said = number_after(err, " waited ");
+        printf("\n  rank %d: the call took %.2f s, its message says it waited %.1f s: %.300s", who[i].rank, took, said,
+               err);
+        CU_ASSERT(took > 0 && took <= who[i].bound);
+        CU_ASSERT(said >= 1.0 && said <= took + 0.05 && took - said <= SLOW_CLEANUP_S);
+    }
+}
+
+/* Item 23: a directory, or another user's file, at this rank's hello path: the reader fails at
+ * once and says what is there (not "its hello file kept coming back"). */
+static void test_hello_path_taken(void) {
+    char dir[PATH_MAX], path[PATH_MAX + 64];
+    new_dir(dir, sizeof dir);
+    chmod(dir, 01777); /* shared, like /tmp */
+    put_claim(dir, "taken23", 2, 60000, 1, 0, "elsewhere");
+    snprintf(path, sizeof path, "%s/hidet-nccl.taken23.0.hello.1", dir);
+    mkdir(path, 0700);
+    double elapsed = 0;
+    CU_ASSERT_EQUAL(read_once(dir, "taken23", 5, &elapsed), HIDET_NCCL_ERROR_BOOTSTRAP);
+    if (strstr(g_last, "hello.1 is a directory") == NULL) fprintf(stderr, "a directory: %s\n", g_last);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "hello.1 is a directory"));
+    CU_ASSERT(elapsed < 2);
+    rmdir(path);
+    if (geteuid() != 0) {
+        printf("\n  (not root: the other user's file is made by tests/bootstrap_file_users_test.sh only)\n");
+        return;
+    }
+    put_claim(dir, "taken23b", 2, 60000, 1, 0, "elsewhere");
+    snprintf(path, sizeof path, "%s/hidet-nccl.taken23b.0.hello.1", dir);
+    put_file(path, (const uint8_t *)"not yours", 9, 0644);
+    CU_ASSERT_FATAL(chown(path, 65534, 65534) == 0);
+    CU_ASSERT_EQUAL(read_once(dir, "taken23b", 5, &elapsed), HIDET_NCCL_ERROR_BOOTSTRAP);
+    if (strstr(g_last, "owned by uid 65534") == NULL) fprintf(stderr, "a foreign file: %s\n", g_last);
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "owned by uid 65534"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_last, path));
+    CU_ASSERT(elapsed < 2);
+    CU_ASSERT_EQUAL(access(path, F_OK), 0); /* left as it is: not this user's to remove */
+}
+
+/* Item 23: the key made from Slurm's job and step ids is kept whole (two jobs whose ids differ
+ * past the 24th character get different keys), and refused, naming the variables, when it
+ * does not fit in a key. */
+static void test_slurm_key_whole(void) {
+    char dir[PATH_MAX];
+    new_dir(dir, sizeof dir);
+    unsetenv("HIDET_NCCL_JOB_KEY");
+    setenv("SLURM_JOB_ID", "1234567890123456789012345678", 1);
+    setenv("SLURM_STEP_ID", "7", 1);
+    hidet_nccl_settings_reload();
+    hidet_nccl_file_bootstrap_params_t p = HIDET_NCCL_FILE_BOOTSTRAP_PARAMS_INIT;
+    p.dir = dir;
+    p.rank = 0;
+    p.nranks = 2;
+    hidet_nccl_bootstrap_h bs;
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_SUCCESS, NULL);
+    char buf[16] = "x";
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_broadcast(bs, buf, sizeof buf, 0, 0.2), HIDET_NCCL_ERROR_TIMEOUT,
+                     "hidet-nccl.slurm-1234567890123456789012345678.7.");
+    hidet_nccl_bootstrap_destroy(bs);
+    setenv("SLURM_JOB_ID", "123456789012345678901234567890123456789012345678901234567890", 1);
+    hidet_nccl_settings_reload();
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_file(&p, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "SLURM_JOB_ID");
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("SLURM_STEP_ID");
+    hidet_nccl_settings_reload();
+    CU_ASSERT_EQUAL(count_files(dir, ""), 0);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || realpath(argv[1], g_peer) == NULL) {
         fprintf(stderr, "usage: %s PATH_TO_file_bootstrap_peer\n", argv[0]);
@@ -674,6 +1046,15 @@ int main(int argc, char **argv) {
         {"a fresh bootstrap each round", test_fresh_bootstrap_each_round},
         {"leftovers of killed writers removed", test_killed_writers_leftovers},
         {"parameters and environment", test_bad_params},
+        {"27.16: a stale .gaveup does not fail the next round", test_stale_gaveup_ignored},
+        {"27.17: two readers of one rank: no root success when every reader failed", test_two_readers_one_rank},
+        {"27.18: a killed and restarted reader is not a second job", test_restarted_reader},
+        {"27.18: ... and after the root published", test_restarted_after_publish},
+        {"27.19: a collided claim of a dead root is stale", test_collided_claim_of_dead_root},
+        {"27.20: the directory and every directory above it", test_directory_and_ancestors},
+        {"27.22: a slow file system: the deadline bounds the call", test_slow_file_system},
+        {"27.23: a directory or a foreign file at a hello path", test_hello_path_taken},
+        {"27.23: a Slurm key is kept whole or refused", test_slurm_key_whole},
         {NULL, NULL},
     };
     return hn_run_tests("bootstrap_file", tests);

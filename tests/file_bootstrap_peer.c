@@ -6,14 +6,71 @@
  * rank allgathers (round, rank, a byte of the id) and checks what every other rank sent.
  * ROUNDS < 0: -ROUNDS rounds, each through a bootstrap of its own made and destroyed around its
  * one broadcast (what calling hidet_nccl_init again does), without the allgather.
- * Exit 0 on success; otherwise 1, with hidet_nccl_last_error() on stderr. */
+ * Exit 0 on success; otherwise 1, with "rank R (after S s): hidet_nccl_last_error()" on stderr
+ * (S: how long the failing call really took, for the deadline tests).
+ *
+ * A slow file system for the deadline tests (issue 27, item 22): with HN_TEST_SLOW_FS_MS=N in
+ * its environment, every path operation of the library on DIR (open, stat, lstat, link,
+ * rename, unlink, unlinkat, opendir, fsync) first sleeps N ms. The library's calls reach these
+ * wrappers through the linker's --wrap (tests/BUILD); nothing in the library knows of them. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "hidet_nccl/bootstrap.h"
+
+static const char *g_dir;
+static long g_slow_ms = -1; /* -1: not read yet */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Sleeps the configured time when path is in the rendezvous directory (NULL: an fd's operation). */
+static void slow(const char *path) {
+    if (g_slow_ms < 0) {
+        const char *v = getenv("HN_TEST_SLOW_FS_MS");
+        g_slow_ms = v ? atol(v) : 0;
+    }
+    if (g_slow_ms == 0 || g_dir == NULL) return;
+    if (path != NULL && strncmp(path, g_dir, strlen(g_dir)) != 0) return;
+    struct timespec ts = {g_slow_ms / 1000, (g_slow_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int __real_open(const char *path, int flags, ...);
+int __real_stat(const char *path, struct stat *st);
+int __real_lstat(const char *path, struct stat *st);
+int __real_link(const char *from, const char *to);
+int __real_rename(const char *from, const char *to);
+int __real_unlink(const char *path);
+int __real_unlinkat(int fd, const char *name, int flags);
+DIR *__real_opendir(const char *path);
+int __real_fsync(int fd);
+int __wrap_open(const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    int mode = (flags & O_CREAT) ? va_arg(ap, int) : 0;
+    va_end(ap);
+    slow(path);
+    return __real_open(path, flags, mode);
+}
+int __wrap_stat(const char *path, struct stat *st) { return slow(path), __real_stat(path, st); }
+int __wrap_lstat(const char *path, struct stat *st) { return slow(path), __real_lstat(path, st); }
+int __wrap_link(const char *from, const char *to) { return slow(to), __real_link(from, to); }
+int __wrap_rename(const char *from, const char *to) { return slow(to), __real_rename(from, to); }
+int __wrap_unlink(const char *path) { return slow(path), __real_unlink(path); }
+int __wrap_unlinkat(int fd, const char *name, int flags) { return slow(NULL), __real_unlinkat(fd, name, flags); }
+DIR *__wrap_opendir(const char *path) { return slow(path), __real_opendir(path); }
+int __wrap_fsync(int fd) { return slow(NULL), __real_fsync(fd); }
 
 int main(int argc, char **argv) {
     if (argc < 8) {
@@ -22,6 +79,7 @@ int main(int argc, char **argv) {
     }
     hidet_nccl_file_bootstrap_params_t p = HIDET_NCCL_FILE_BOOTSTRAP_PARAMS_INIT;
     p.dir = argv[1];
+    g_dir = argv[1];
     p.job_key = argv[2];
     p.rank = atoi(argv[3]);
     p.nranks = atoi(argv[4]);
@@ -43,8 +101,9 @@ int main(int argc, char **argv) {
             fprintf(stderr, "rank 0: %s\n", hidet_nccl_last_error());
             return 1;
         }
+        double start = now_s();
         if (hidet_nccl_bootstrap_broadcast(bs, &id, sizeof id, 0, timeout) != HIDET_NCCL_SUCCESS) {
-            fprintf(stderr, "rank %d: %s\n", p.rank, hidet_nccl_last_error());
+            fprintf(stderr, "rank %d (after %.3f s): %s\n", p.rank, now_s() - start, hidet_nccl_last_error());
             return 1;
         }
         struct timespec now;

@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (m.kind == HN_BF_KIND_HELLO) {
         static uint8_t again[HN_BF_MAX_FILE];
         size_t n = hidet_nccl__bf_encode_hello(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce,
-                                               m.root_nonce, m.data, m.data_bytes);
+                                               m.root_nonce, m.pid, m.host, m.data, m.data_bytes);
         if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
     }
     if (m.kind == HN_BF_KIND_CLAIM) {
