@@ -41,6 +41,8 @@ typedef struct {
     long poll_cap_ns;
     uint64_t generation; /* how many bootstraps of this directory and key this process made before */
     char host[HN_BF_HOST_BYTES + 1]; /* this host's name, as the files carry it */
+    uint8_t secret[HN_SECRET_MAX];    /* the job's secret (announces carry its MAC); secret_len 0: none */
+    size_t secret_len;
 } file_state_t;
 
 /* The generation of a new bootstrap of (dir, key) in this process: every rank makes its
@@ -149,7 +151,10 @@ static hidet_nccl_status_t file_init(const void *params_v, const hidet_nccl_boot
     if (st == HIDET_NCCL_SUCCESS && s->local_size >= 0 && (s->local_size < 1 || s->local_rank >= s->local_size))
         st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "local rank %d of local size %d is out of range",
                              s->local_rank, s->local_size);
+    if (st == HIDET_NCCL_SUCCESS && hidet_nccl__job_secret(s->secret, &s->secret_len, why, sizeof why) < 0)
+        st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", why);
     if (st != HIDET_NCCL_SUCCESS) {
+        explicit_bzero(s->secret, sizeof s->secret);
         free(s);
         return st;
     }
@@ -181,6 +186,8 @@ static hidet_nccl_status_t file_local_rank(void *state, int *local_rank, int *lo
 static hidet_nccl_status_t file_finalize(void *state, char *msg, size_t msg_bytes) {
     (void)msg;
     (void)msg_bytes;
+    file_state_t *s = state;
+    explicit_bzero(s->secret, sizeof s->secret);
     free(state);
     return HIDET_NCCL_SUCCESS;
 }
@@ -363,7 +370,15 @@ static hidet_nccl_status_t put_announce(const file_state_t *s, const round_t *rd
                                         char *msg, size_t msg_bytes) {
     char why[768] = "";
     size_t len = hidet_nccl__bf_encode_announce(w->file, w->cap, s->key, rd->seq, (uint32_t)s->nranks,
-                                                (uint32_t)s->rank, rd->out, (uint32_t)rd->out_bytes, w->nonces);
+                                                (uint32_t)s->rank, rd->out, (uint32_t)rd->out_bytes, w->nonces,
+                                                s->secret_len > 0);
+    if (len > 0 && s->secret_len > 0) { /* the job's readers take only an announce of a root that holds its secret */
+        size_t covers;
+        uint8_t *mac = hidet_nccl__bf_announce_mac_at(w->file, len, &covers);
+        if (hidet_nccl__mac(s->secret, s->secret_len, w->file, covers, mac, why, sizeof why) != 0)
+            return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (root): %s", s->rank, why);
+        hidet_nccl__bf_reseal(w->file, len);
+    }
     if (len == 0 || hidet_nccl__bf_publish(id_path, w->file, len, why, sizeof why) != 0)
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (root) could not publish %s: %s",
                                s->rank, id_path, len ? why : "too large");
@@ -587,7 +602,7 @@ static hidet_nccl_status_t root_round(file_state_t *s, const round_t *rd, hn_pol
     int n = s->nranks;
     root_work_t w = {{s->key, rd->seq, (uint32_t)n, (uint32_t)s->rank, "", {0}, 0, {0}},
                      calloc((size_t)n, HN_BF_NONCE), calloc((size_t)n, sizeof(uint32_t)), calloc((size_t)n, 1),
-                     calloc((size_t)n, 1), NULL, HN_BF_HEADER + 8 + rd->out_bytes + (size_t)HN_BF_NONCE * n, 0,
+                     calloc((size_t)n, 1), NULL, HN_BF_HEADER + 8 + rd->out_bytes + (size_t)HN_BF_NONCE * n + HN_BF_MAC, 0,
                      malloc(rd->part_bytes + 1), calloc((size_t)n, sizeof(struct stat)), 0};
     w.file = malloc(w.cap);
     path_of(s, rd->seq, -2, w.claim.path, sizeof w.claim.path);
@@ -732,6 +747,31 @@ static void withdraw(const char *hello_path, const struct stat *mine, const char
     if (lstat(hello_path, &now) == 0 && hidet_nccl__bf_same_file(&now, mine)) rename(hello_path, to);
 }
 
+/* 0 if the announce's MAC is right under the job's secret (or neither side has one); else -1
+ * and why. */
+static int announce_mac(const file_state_t *s, const uint8_t *data, const hidet_nccl__bf_msg_t *m, char *why,
+                        size_t why_bytes) {
+    if (s->secret_len == 0 && m->mac == NULL) return 0;
+    if (s->secret_len == 0) {
+        snprintf(why, why_bytes, "its root holds a job secret and this rank does not (give every rank the same "
+                 "HIDET_NCCL_JOB_SECRET_FILE)");
+        return -1;
+    }
+    if (m->mac == NULL) {
+        snprintf(why, why_bytes, "it carries no MAC: its root holds no job secret (another job's, or this job's "
+                 "ranks were given different secrets)");
+        return -1;
+    }
+    uint8_t want[HN_MAC_BYTES];
+    if (hidet_nccl__mac(s->secret, s->secret_len, data, m->mac_covers, want, why, why_bytes) != 0) return -1;
+    if (!hidet_nccl__mac_equal(want, m->mac)) {
+        snprintf(why, why_bytes, "its MAC does not match this job's secret: another job's root (the same key, another "
+                 "secret)");
+        return -1;
+    }
+    return 0;
+}
+
 /* The announce's bytes if it is this round's, carries the claim's nonce and this reader's. 1
  * taken, 0 not yet (seen says why). */
 static int take_announce(const file_state_t *s, const round_t *rd, const hn_bf_claim_t *c,
@@ -745,9 +785,10 @@ static int take_announce(const file_state_t *s, const round_t *rd, const hn_bf_c
     if (got == 1) {
         hidet_nccl__bf_msg_t m;
         char inner[384];
-        /* Issue 27, item 5 (the lead engineer's): where announces get authenticated with a
-         * per-job secret, the check of their MAC goes here, before any byte of them is used. */
+        /* With the job's secret, an announce counts only with a right MAC, checked before any
+         * byte of it is used: another job's root (same key, another secret) is never taken. */
         if (hidet_nccl__bf_parse(data, len, &m, inner, sizeof inner) != 0 ||
+            announce_mac(s, data, &m, inner, sizeof inner) != 0 ||
             hidet_nccl__bf_expect(&m, HN_BF_KIND_ANNOUNCE, s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)rd->root,
                                   inner, sizeof inner) != 0) {
             snprintf(seen, seen_bytes, "%s: %s; refused", id_path, inner);

@@ -56,9 +56,10 @@ size_t hidet_nccl__bf_encode_claim(uint8_t *out, size_t cap, const char *key, ui
 }
 
 size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
-                             uint32_t root, const void *data, uint32_t data_bytes, const uint8_t *nonces) {
+                                      uint32_t root, const void *data, uint32_t data_bytes, const uint8_t *nonces,
+                                      int with_mac) {
     if (world > HN_BF_MAX_WORLD || data_bytes > HN_BF_MAX_DATA) return 0;
-    size_t body = 4 + (size_t)data_bytes + (size_t)HN_BF_NONCE * world;
+    size_t body = 4 + (size_t)data_bytes + (size_t)HN_BF_NONCE * world + (with_mac ? HN_BF_MAC : 0);
     size_t total = encode(out, cap, HN_BF_KIND_ANNOUNCE, key, seq, world, root, body);
     if (total == 0) return 0;
     hidet_nccl__put32(out + HN_BF_HEADER, data_bytes);
@@ -66,6 +67,13 @@ size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key,
     memcpy(out + HN_BF_HEADER + 4 + data_bytes, nonces, (size_t)HN_BF_NONCE * world);
     return hidet_nccl__frame_seal(out, total);
 }
+
+uint8_t *hidet_nccl__bf_announce_mac_at(uint8_t *out, size_t total, size_t *covers) {
+    *covers = total - 4 - HN_BF_MAC;
+    return out + *covers;
+}
+
+size_t hidet_nccl__bf_reseal(uint8_t *out, size_t total) { return hidet_nccl__frame_seal(out, total); }
 
 #define WHY(...) (snprintf(why, why_bytes, __VA_ARGS__), -1)
 
@@ -119,11 +127,16 @@ int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *m
     if (body < 4) return WHY("an announce of %u body bytes", body);
     msg->data_bytes = hidet_nccl__get32(b);
     if (msg->data_bytes > HN_BF_MAX_DATA) return WHY("%u data bytes, more than %d", msg->data_bytes, HN_BF_MAX_DATA);
-    if ((size_t)body != 4 + (size_t)msg->data_bytes + (size_t)HN_BF_NONCE * msg->world_size)
-        return WHY("an announce of %u body bytes does not hold %u data bytes and %u nonces", body, msg->data_bytes,
-                   msg->world_size);
+    size_t plain = 4 + (size_t)msg->data_bytes + (size_t)HN_BF_NONCE * msg->world_size;
+    if ((size_t)body != plain && (size_t)body != plain + HN_BF_MAC)
+        return WHY("an announce of %u body bytes does not hold %u data bytes and %u nonces (and a MAC)", body,
+                   msg->data_bytes, msg->world_size);
     msg->data = b + 4;
     msg->nonces = b + 4 + msg->data_bytes;
+    if ((size_t)body == plain + HN_BF_MAC) {
+        msg->mac = b + plain;
+        msg->mac_covers = HN_BF_HEADER + plain;
+    }
     return 0;
 }
 

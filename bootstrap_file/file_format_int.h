@@ -4,7 +4,7 @@
  * answers, who wrote it and, for an allgather, its part) and the root's ANNOUNCE (the bytes
  * every rank gets, and every nonce). Everything is little-endian:
  *
- *   0  magic "HNCCLBF\0"       8  u16 format version (4)   10 u16 kind (1 hello, 2 announce, 3 claim)
+ *   0  magic "HNCCLBF\0"       8  u16 format version (5)   10 u16 kind (1 hello, 2 announce, 3 claim)
  *   12 u32 world size          16 u32 rank (hello: sender; announce, claim: root)
  *   20 u32 body bytes          24 u64 sequence number      32 char key[64], NUL-padded
  *   96 body                    96+body: u32 crc32 (zlib) of bytes 0 .. 96+body
@@ -14,7 +14,8 @@
  *                  a dead process of this host is known stale), u32 part bytes, part (0 bytes
  *                  for a broadcast)
  *   announce body: u32 data bytes, data, then world size nonces of 16 bytes (the root's slot
- *                  holds the claim's nonce)
+ *                  holds the claim's nonce), then, from a root that holds the job's secret, a
+ *                  32-byte HMAC-SHA-256 under it of every byte before it
  */
 #ifndef HIDET_NCCL_BOOTSTRAP_FILE_FILE_FORMAT_INT_H_
 #define HIDET_NCCL_BOOTSTRAP_FILE_FILE_FORMAT_INT_H_
@@ -22,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HN_BF_VERSION 4
+#define HN_BF_VERSION 5
 #define HN_BF_KIND_HELLO 1
 #define HN_BF_KIND_ANNOUNCE 2
 #define HN_BF_KIND_CLAIM 3
@@ -37,8 +38,9 @@
 #define HN_BF_MAX_WORLD 65536
 /* The most bytes an announce carries: an allgather of 8 MiB in all (a broadcast carries 64 KiB). */
 #define HN_BF_MAX_DATA (8 << 20)
+#define HN_BF_MAC 32
 /* The largest file either kind can be. */
-#define HN_BF_MAX_FILE (HN_BF_HEADER + 4 + HN_BF_MAX_DATA + HN_BF_NONCE * HN_BF_MAX_WORLD + 4)
+#define HN_BF_MAX_FILE (HN_BF_HEADER + 4 + HN_BF_MAX_DATA + HN_BF_NONCE * HN_BF_MAX_WORLD + HN_BF_MAC + 4)
 
 typedef struct {
     int kind;
@@ -51,6 +53,8 @@ typedef struct {
     const uint8_t *data;   /* hello: the sender's part; announce: what every rank gets */
     uint32_t data_bytes;
     const uint8_t *nonces; /* announce only: world_size x 16 bytes */
+    const uint8_t *mac;    /* announce only: its MAC under the job's secret, or NULL (a root without one) */
+    size_t mac_covers;     /* announce with a MAC: the bytes it covers, from the file's first */
     uint64_t expiry_ms;    /* claim: Unix time in ms after which the claim is stale */
     uint32_t pid, flags;   /* claim, hello: the writer's process id; claim: HN_BF_CLAIM_COLLIDED */
     char host[HN_BF_HOST_BYTES + 1]; /* claim, hello: the writer's host name */
@@ -64,8 +68,14 @@ size_t hidet_nccl__bf_encode_hello(uint8_t *out, size_t cap, const char *key, ui
 size_t hidet_nccl__bf_encode_claim(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                                    uint32_t root, const uint8_t nonce[HN_BF_NONCE], uint64_t expiry_ms, uint32_t pid,
                                    uint32_t flags, const char *host);
+/* with_mac: room for the MAC at its end, zeroed; hidet_nccl__bf_announce_mac writes it. */
 size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
-                             uint32_t root, const void *data, uint32_t data_bytes, const uint8_t *nonces);
+                                      uint32_t root, const void *data, uint32_t data_bytes, const uint8_t *nonces,
+                                      int with_mac);
+/* An announce of total bytes encoded with_mac: the MAC's place, and the bytes before it that it covers. */
+uint8_t *hidet_nccl__bf_announce_mac_at(uint8_t *out, size_t total, size_t *covers);
+/* After the MAC is written at its place: the checksum again. Returns total. */
+size_t hidet_nccl__bf_reseal(uint8_t *out, size_t total);
 
 /* Parses untrusted bytes. 0 and *msg (pointing into buf) if well formed; else -1 and why. */
 int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *msg, char *why, size_t why_bytes);

@@ -163,7 +163,7 @@ static void test_stale_file_not_accepted(void) {
     uint8_t nonces[2 * HN_BF_NONCE], data[128], file[1024];
     memset(nonces, 0x5A, sizeof nonces);
     memset(data, 0xEE, sizeof data);
-    size_t len = hidet_nccl__bf_encode_announce(file, sizeof file, "samekey", 0, 2, 0, data, sizeof data, nonces);
+    size_t len = hidet_nccl__bf_encode_announce(file, sizeof file, "samekey", 0, 2, 0, data, sizeof data, nonces, 0);
     snprintf(path, sizeof path, "%s/hidet-nccl.samekey.0.id", dir);
     int fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0600);
     CU_ASSERT_FATAL(fd >= 0 && write(fd, file, len) == (ssize_t)len);
@@ -527,6 +527,59 @@ static void test_same_key_jobs(void) {
     if (claims) printf("  %d claims left behind\n", claims);
     CU_ASSERT_EQUAL(claims, 0);
     CU_ASSERT_EQUAL(run_job(dir, "shared0", 4, 1, 30, 300), 0);
+}
+
+/* Issue 27, item 5: the same, each job with its own secret (HIDET_NCCL_JOB_SECRET, as
+ * hidet-nccl-run gives every job): a rank never holds the other job's bytes, collision or not,
+ * since a reader takes only an announce whose MAC its job's secret makes. Without secrets the
+ * test above allows a taken-then-reported collision; here none may be taken. */
+static void test_same_key_jobs_with_secrets(void) {
+    char dir[PATH_MAX], mine[2 * 128 + 1], root[2][2 * 128 + 1];
+    new_dir(dir, sizeof dir);
+    int wrong = 0, pairs = 20;
+    const char *labels[2] = {"SA", "SB"}, *secrets[2] = {"secret-of-job-A-0123456789", "secret-of-job-B-0123456789"};
+    for (int pair = 0; pair < pairs; pair++) {
+        char key[32], label[2][32];
+        snprintf(key, sizeof key, "sec%d", pair);
+        pid_t pids[8];
+        for (int r = 3; r >= 0; r--)
+            for (int j = 0; j < 2; j++) {
+                snprintf(label[j], sizeof label[j], "%s%d", labels[j], pair);
+                setenv("HIDET_NCCL_JOB_SECRET", secrets[j], 1);
+                pids[2 * r + j] = spawn_as(dir, key, label[j], r, 4, 1, 5, r == 0 ? 200 : 0);
+            }
+        unsetenv("HIDET_NCCL_JOB_SECRET");
+        for (int i = 0; i < 8; i++) waitpid(pids[i], NULL, 0);
+        for (int j = 0; j < 2; j++) {
+            id_of(label[j], 0, 0, root[j]);
+            for (int r = 1; r < 4; r++) {
+                id_of(label[j], r, 0, mine);
+                wrong += mine[0] && strcmp(mine, root[j]) != 0;
+            }
+        }
+    }
+    printf("\n  %d pairs of same-key jobs with their own secrets: %d ranks took the other job's bytes\n", pairs, wrong);
+    CU_ASSERT_EQUAL(wrong, 0);
+    /* A root with a secret and a reader without one: the announce is refused (it may be another
+     * job's), and the reader's deadline says why. */
+    setenv("HIDET_NCCL_JOB_SECRET", secrets[0], 1);
+    pid_t r0 = spawn_as(dir, "mixed", "mixed", 0, 2, 1, 4, 0); /* outlives the reader: its announce stays there */
+    unsetenv("HIDET_NCCL_JOB_SECRET");
+    g_keep_stderr = 1;
+    pid_t r1 = spawn_as(dir, "mixed", "mixed", 1, 2, 1, 2, 0);
+    g_keep_stderr = 0;
+    int ws;
+    waitpid(r1, &ws, 0);
+    CU_ASSERT(!(WIFEXITED(ws) && WEXITSTATUS(ws) == 0));
+    waitpid(r0, NULL, 0);
+    char err[PATH_MAX + 64], text[4096] = "";
+    snprintf(err, sizeof err, "%s/out.mixed.1.err", g_base);
+    FILE *f = fopen(err, "r");
+    if (f) {
+        text[fread(text, 1, sizeof text - 1, f)] = '\0';
+        fclose(f);
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "its root holds a job secret and this rank does not"));
 }
 
 /* Issue 15, item 5: bootstraps one after the other from the same environment (hidet_nccl_init
@@ -1042,6 +1095,7 @@ int main(int argc, char **argv) {
         {"8: after a crashed root", test_after_crashed_root},
         {"a reader that gave up fails the round on the root", test_reader_gave_up},
         {"two answers to one claim collide", test_two_answers_collide},
+        {"27.5: same-key jobs with their own secrets never take each other's bytes", test_same_key_jobs_with_secrets},
         {"two jobs with one key never swap bytes", test_same_key_jobs},
         {"a fresh bootstrap each round", test_fresh_bootstrap_each_round},
         {"leftovers of killed writers removed", test_killed_writers_leftovers},

@@ -25,7 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (m.kind == HN_BF_KIND_ANNOUNCE) {
         static uint8_t again[HN_BF_MAX_FILE];
         size_t n = hidet_nccl__bf_encode_announce(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.data,
-                                         m.data_bytes, m.nonces);
+                                                  m.data_bytes, m.nonces, m.mac != NULL);
+        if (m.mac != NULL && n > 0) {
+            size_t covers;
+            memcpy(hidet_nccl__bf_announce_mac_at(again, n, &covers), m.mac, 32);
+            if (covers != m.mac_covers) __builtin_trap();
+            hidet_nccl__bf_reseal(again, n);
+        }
         if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
     }
     if (m.kind == HN_BF_KIND_HELLO) {
