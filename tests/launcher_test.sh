@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Tests of hidet-nccl-run on the CPU, and of hidet-nccl-bench's options (refused before MPI or
-# CUDA is touched, so on this machine without a GPU): launcher_test.sh LAUNCHER CHILD BENCH
+# Tests of hidet-nccl-run on the CPU, and of hidet-nccl-bench's options (refused before CUDA or
+# NCCL is touched, so on this machine without a GPU) and its libraries (no libmpi):
+# launcher_test.sh LAUNCHER CHILD BENCH
 # Ends with "N passed, N failed".
 set -u
 run=$(realpath "$1")
@@ -33,7 +34,7 @@ secret_of() { "$run" -n 2 --tag-output sh -c 'echo "s=$HIDET_NCCL_JOB_SECRET f=$
 first=$(secret_of)
 second=$(secret_of)
 check "one node: both ranks hold one secret of 64 hex digits" \
-    [ "$(grep -oE 's=[0-9a-f]{64} ' <<<"$first" | sort -u | wc -l)" -eq 1 ] && [ "$(grep -c 's=' <<<"$first")" -eq 2 ]
+    [ "$(grep -oE 's=[0-9a-f]{64} ' <<<"$first" | sort -u | wc -l)" -eq 1 -a "$(grep -c 's=' <<<"$first")" -eq 2 ]
 check "one node: another job, another secret" [ "$(grep -oE 's=[0-9a-f]+' <<<"$first" | head -1)" != \
     "$(grep -oE 's=[0-9a-f]+' <<<"$second" | head -1)" ]
 check "a secret from the environment is kept" grep -q "s=mine-of-sixteen-bytes-or-more f=" \
@@ -179,6 +180,7 @@ refused() { # program, expected message, arguments...
     cat "$tmp/refused.out"
     return 1
 }
+not_shown() { ! grep -qF -- "$1" "$tmp/refused.out"; } # not in the last refusal's output
 check "-n ' 2'" refused "$run" "-n ' 2' is not a whole number in 1 .. 4096" -n ' 2' /bin/true
 check "-n 0x2" refused "$run" "-n '0x2' is not a whole number in 1 .. 4096" -n 0x2 /bin/true
 check "-n 5000" refused "$run" "-n '5000' is out of range: a whole number in 1 .. 4096" -n 5000 /bin/true
@@ -202,14 +204,123 @@ check "bench -n x" refused "$bench" "-n 'x' is not a whole number in 1 .. 100000
 check "bench -n 0" refused "$bench" "-n '0' is not a whole number in 1 .. 1000000" -n 0
 check "bench -w ' 5'" refused "$bench" "-w ' 5' is not a whole number in 0 .. 1000000" -w ' 5'
 check "bench -c 2" refused "$bench" "-c '2' is not a whole number in 0 .. 1" -c 2
-check "bench -r 1e3" refused "$bench" "-r '1e3' is not a whole number in 1 .. 1000" -r 1e3
+check "bench --reps 1e3" refused "$bench" "--reps '1e3' is not a whole number in 1 .. 1000" --reps 1e3
+check "bench -r 1e3" refused "$bench" "-r '1e3' is not a root rank in 0 .. 1048576, or -1" -r 1e3
 check "bench -f 1" refused "$bench" "-f '1' is not a factor in (1, 1024]" -f 1
 check "bench -f 2x" refused "$bench" "-f '2x' is not a factor in (1, 1024]" -f 2x
-# Good values pass the parser: -h after them prints the usage and exits 0.
-timeout -s KILL 20 "$bench" -b 8 -e 64k -b 1K -e 1G -f 1.5 -n 3 -w 0 -c 0 -r 1 -h >/dev/null 2>"$tmp/bench_h.err"
+# Good values pass the parser: -h after them prints the usage (on stdout) and exits 0.
+timeout -s KILL 20 "$bench" -b 8 -e 64k -b 1K -e 1G -f 1.5 -n 3 -w 0 -c 0 -r 1 -h >"$tmp/bench_h.out" 2>&1
 rc=$?
 check "bench: good values taken (exit $rc)" [ "$rc" -eq 0 ]
-check "bench: good values taken, then the usage" grep -q "^usage:" "$tmp/bench_h.err"
+check "bench: good values taken, then the usage" grep -q "^usage:" "$tmp/bench_h.out"
+timeout -s KILL 20 "$bench" -c all -r -1 -a 1 -z 1 -d half -o avg --reps 2 --check 0 -c 1 --collective broadcast,gather \
+    -G 0 --tmpdir /tmp --init-times --minbytes 1K --maxbytes 2M --stepfactor 4 --iters 2 --warmup_iters 1 \
+    --datatype double --op max --root 0 --average 0 --blocking 0 --cudagraph 0 -h >/dev/null 2>"$tmp/bench_h2.err"
+rc=$?
+check "bench: nccl-tests' options and the bench's own taken (exit $rc)" [ "$rc" -eq 0 ]
+# The bench needs no MPI at run time (issue 31): it meets through hidet_nccl_init, under
+# hidet-nccl-run (file bootstrap) and mpirun or srun (PMIx) alike.
+ldd "$bench" >"$tmp/bench_ldd.txt" 2>&1
+check "bench: ldd reads it (exit $?)" grep -q "libc.so" "$tmp/bench_ldd.txt"
+check "bench: no libmpi among its libraries" bash -c "! grep -E 'libmpi|libopen-(rte|pal)' '$tmp/bench_ldd.txt'"
+# --help (and -h, the same) names every collective and every option.
+timeout -s KILL 20 "$bench" --help >"$tmp/bench_help.out" 2>"$tmp/bench_help.err"
+rc=$?
+check "bench --help: exit 0 (got $rc)" [ "$rc" -eq 0 ]
+check "bench --help: on stdout, nothing on stderr" [ -s "$tmp/bench_help.out" -a ! -s "$tmp/bench_help.err" ]
+check "bench -h: the same text" cmp -s "$tmp/bench_help.out" <(timeout -s KILL 20 "$bench" -h)
+for word in all_reduce broadcast reduce all_gather reduce_scatter all_to_all gather scatter send_recv all; do
+    check "bench --help names the collective $word" grep -qw -- "$word" "$tmp/bench_help.out"
+done
+for flag in -b -e -f -n -w -c -d -o -r -a -z -G -h --minbytes --maxbytes --stepfactor --iters --warmup_iters \
+    --check --collective --datatype --op --root --average --blocking --cudagraph --help --reps --init-times \
+    --tmpdir --modes --tune; do
+    check "bench --help names $flag" grep -qE -- "(^| )$flag[ ,]" "$tmp/bench_help.out"
+done
+check "bench --help: the busbw factors" grep -q "all_reduce 2(n-1)/n" "$tmp/bench_help.out"
+# Names and choices refused with exit 2, naming the flag, the value and what it takes.
+colls="all_reduce, broadcast, reduce, all_gather, reduce_scatter, all_to_all, gather, scatter, send_recv or all"
+check "bench -c nosuch" refused "$bench" "-c 'nosuch' is not a collective ($colls" -c nosuch
+check "bench -c all_reduce,nosuch" refused "$bench" "-c 'all_reduce,nosuch' is not a collective ($colls" \
+    -c all_reduce,nosuch
+check "bench --collective 1" refused "$bench" "--collective '1' is not a collective ($colls" --collective 1
+check "bench -c ' 1'" refused "$bench" "-c ' 1' is not a collective" -c ' 1'
+check "bench --check x" refused "$bench" "--check 'x' is not a whole number in 0 .. 1" --check x
+check "bench -d float33" refused "$bench" "-d 'float33' is not a data type (bool, int8, int16" -d float33
+check "bench --datatype ''" refused "$bench" "--datatype '' is not a data type" --datatype ''
+check "bench -o mean" refused "$bench" "-o 'mean' is not a reduction op (sum, prod, max, min or avg)" -o mean
+check "bench --op SUM" refused "$bench" "--op 'SUM' is not a reduction op" --op SUM
+check "bench -r -2" refused "$bench" "-r '-2' is not a root rank in 0 .. 1048576, or -1" -r -2
+check "bench -a 4" refused "$bench" "-a '4' is not a whole number in 0 .. 3" -a 4
+check "bench -z 2" refused "$bench" "-z '2' is not a whole number in 0 .. 1" -z 2
+check "bench -G x" refused "$bench" "-G 'x' is not a whole number in 0 .. 1000000" -G x
+check "bench --reps 0" refused "$bench" "--reps '0' is not a whole number in 1 .. 1000" --reps 0
+check "bench -G 1 -z 1" refused "$bench" "-G (CUDA graph replays) and -z 1 (a wait after each call) do not go together" \
+    -G 1 -z 1
+check "bench --modes -c broadcast" refused "$bench" "--modes takes one collective: -c all_reduce, all_gather or" \
+    --modes -c broadcast
+check "bench -c reduce -d int16" refused "$bench" "-c reduce -d int16 -o sum: " -c reduce -d int16
+check "bench --no-such" refused "$bench" "unknown option '--no-such'" --no-such
+check "bench -b (no value)" refused "$bench" "-b needs a value" -b
+# Letters nccl-tests uses otherwise moved to long options; the message says where.
+check "bench -m (now --modes)" refused "$bench" "unknown option '-m' (nccl-tests' letter; library memory modes are --modes)" -m
+check "bench -t (now --tune)" refused "$bench" "the tuning file is --tune FILE" -t tune.txt
+check "bench -T (now --tmpdir)" refused "$bench" "the rendezvous directory is --tmpdir DIR" -T /tmp
+check "bench -C (now -c)" refused "$bench" "the collective is -c COLL" -C all_gather
+# The spellings of the launchers users know (issue 31): mpirun's -np N and -npN, torchrun's
+# --nproc-per-node N and --nproc_per_node N, all as -n N; getopt alone read -np as -n 'p'.
+sizes() { "$run" "$@" --rendezvous-dir "$rdv" sh -c 'echo "$HIDET_NCCL_RANK/$HIDET_NCCL_WORLD_SIZE"' 2>&1 | sort | tr '\n' ' '; }
+for spelling in "-np 3" "-np3" "-n 3" "-n3" "--np 3" "--np=3" "--nproc-per-node 3" "--nproc_per_node 3" \
+    "--nproc-per-node=3" "--nproc_per_node=3"; do
+    # shellcheck disable=SC2086 # the spelling is one or two words
+    check "$spelling: 3 ranks" [ "$(sizes $spelling)" = "0/3 1/3 2/3 " ]
+done
+check "-np with nothing after it" refused "$run" "-np needs a number of ranks" -np
+check "-np without a number" refused "$run" "-np '/bin/true' is not a whole number in 1 .. 4096" -np /bin/true
+check "-np x" refused "$run" "-np 'x' is not a whole number in 1 .. 4096" -np x /bin/true
+check "-np4x" refused "$run" "-np '4x' is not a whole number in 1 .. 4096" -np4x /bin/true
+check "-np 0" refused "$run" "-np '0' is out of range: a whole number in 1 .. 4096" -np 0 /bin/true
+check "-n p (two words)" refused "$run" "-n 'p' is not a whole number" -n p /bin/true
+check "--nproc-per-node ' 2'" refused "$run" "--nproc-per-node ' 2' is not a whole number in 1 .. 4096" \
+    --nproc-per-node ' 2' /bin/true
+check "--nproc_per_node 5000" refused "$run" "--nproc_per_node '5000' is out of range" --nproc_per_node 5000 /bin/true
+check "the program's own -np and -x are its own" [ "$("$run" -n 1 --rendezvous-dir "$rdv" sh -c 'echo "$*"' sh -np 3 -x A)" = \
+    "-np 3 -x A" ]
+# mpirun's -x: -x VAR=VALUE sets VAR for the ranks (the value may hold '=' or be empty), -x VAR
+# passes this environment's value on, several are taken (the last of one VAR wins); the
+# launcher itself goes on reading its own environment (TMPDIR), except that the default -n
+# counts the ranks' CUDA_VISIBLE_DEVICES.
+xout=$(HN_X_FROM=outer "$run" -n 2 -x HN_X_SET=one -x HN_X_EQ=a=b -x HN_X_EMPTY= -x HN_X_FROM -x HN_X_TWICE=1 \
+    -xHN_X_TWICE=2 --rendezvous-dir "$rdv" sh -c 'echo "$HN_X_SET|$HN_X_EQ|${HN_X_EMPTY-unset}|$HN_X_FROM|$HN_X_TWICE"')
+check "-x: both ranks see the variables ($xout)" [ "$xout" = "one|a=b||outer|2"$'\n'"one|a=b||outer|2" ]
+mkdir -p "$tmp/tmpdir"
+xout=$(TMPDIR=$tmp/tmpdir "$run" -n 1 -x TMPDIR=/nowhere sh -c 'echo "$TMPDIR $HIDET_NCCL_RENDEZVOUS_DIR"')
+starts_with() { [[ $1 == "$2"* ]]; }
+check "-x TMPDIR: the rank's, not the launcher's ($xout)" starts_with "$xout" "/nowhere $tmp/tmpdir/hidet-nccl-"
+check "-x CUDA_VISIBLE_DEVICES=0,1,2 without -n: 3 ranks" \
+    [ "$("$run" -x CUDA_VISIBLE_DEVICES=0,1,2 --rendezvous-dir "$rdv" sh -c 'echo "$CUDA_VISIBLE_DEVICES"' | wc -l)" -eq 3 ]
+unset HN_X_UNSET
+check "-x of an unset variable" refused "$run" "-x HN_X_UNSET: HN_X_UNSET is not set in hidet-nccl-run's environment" \
+    -n 1 -x HN_X_UNSET /bin/true
+check "-x 1BAD=x" refused "$run" "-x: '1BAD' is not an environment variable's name" -n 1 -x 1BAD=x /bin/true
+check "-x ''" refused "$run" "-x: '' is not an environment variable's name" -n 1 -x '' /bin/true
+check "-x =v" refused "$run" "-x: '' is not an environment variable's name" -n 1 -x =v /bin/true
+check "-x MY-PW=hunter2" refused "$run" "-x: 'MY-PW' is not an environment variable's name" -n 1 -x MY-PW=hunter2 /bin/true
+check "-x MY-PW=hunter2: the value is not shown" not_shown hunter2
+# The launcher's own variables: refused, named, with where they come from; never the value.
+for v in HIDET_NCCL_RANK HIDET_NCCL_LOCAL_RANK HIDET_NCCL_WORLD_SIZE HIDET_NCCL_LOCAL_WORLD_SIZE RANK LOCAL_RANK \
+    WORLD_SIZE LOCAL_WORLD_SIZE HIDET_NCCL_JOB_KEY HIDET_NCCL_RENDEZVOUS_DIR MASTER_ADDR MASTER_PORT \
+    HIDET_NCCL_TIMEOUT HIDET_NCCL_TRACE_DIR HIDET_NCCL_JOB_SECRET_FILE HIDET_NCCL_JOB_SECRET; do
+    check "-x $v=..." refused "$run" "-x $v: hidet-nccl-run sets $v for its ranks itself (from " \
+        -n 1 -x "$v=value-of-sixteen-or-more" /bin/true
+    check "-x $v=...: the value is not shown" not_shown value-of-sixteen
+done
+HIDET_NCCL_TIMEOUT=5 check "-x HIDET_NCCL_TIMEOUT (set)" refused "$run" "(from --timeout" -n 1 -x HIDET_NCCL_TIMEOUT /bin/true
+"$run" --help >"$tmp/help.out"
+help_has() { local w; for w; do grep -qF -- "$w" "$tmp/help.out" || { echo "--help lacks $w"; return 1; }; done; }
+check "--help: -np, --nproc-per-node and -x" help_has " -np N" "--nproc-per-node N" "--nproc_per_node N" "-x VAR=VALUE" \
+    "-x VAR "
+
 # A program that does not exist: 127, like a shell.
 "$run" -n 2 --rendezvous-dir "$rdv" /no/such/program 2>/dev/null
 check "missing executable: exit 127" [ $? -eq 127 ]

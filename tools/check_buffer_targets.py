@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 17's targets, read off `hidet-nccl-bench -m` output (one or more runs in one file or
+"""Issue 17's targets, read off `hidet-nccl-bench --modes` output (one or more runs in one file or
 several): per collective, dtype and size, the library against the fastest raw mode (the bench's
 lib/best column: the fastest of plain, registered and window, whatever its `best` column, which
 names a registered mode only if it beats plain by 5%) and against raw plain (lib/plain).
@@ -16,7 +16,7 @@ MIB = 1 << 20
 
 
 def tables(lines):
-    """Yields (collective, dtype, rows) for each `-m` table; a row is (size, lib/best, lib/plain)."""
+    """Yields (collective, dtype, rows) for each `--modes` table; a row is (size, lib/best, lib/plain)."""
     coll, rows = None, []
     for line in lines:
         s = line.strip()
@@ -82,7 +82,7 @@ def main(argv):
                 found += 1
                 ok &= check(coll, dtype, rows, limits["--min-best"], limits["--min-plain"], limits["--mid"])
     if not found:
-        print("no hidet-nccl-bench -m table found", file=sys.stderr)
+        print("no hidet-nccl-bench --modes table found", file=sys.stderr)
         return 2
     return 0 if ok else 1
 

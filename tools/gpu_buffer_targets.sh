@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 17's measurement on one host, from a bundle of tools/make_gpu_bundle.sh (where it is
-# buffer_targets.sh): hidet-nccl-bench -m for all_reduce, all_gather and reduce_scatter in
+# buffer_targets.sh): hidet-nccl-bench --modes for all_reduce, all_gather and reduce_scatter in
 # float32 and bfloat16, 8 B .. 4 GiB, the library on its memory against raw NCCL plain,
 # registered and window; then tools/check_buffer_targets.py on the tables.
 #   buffer_targets.sh [NGPUS [RUN...]]     RUN: all_reduce_float32 ... reduce_scatter_bfloat16
@@ -20,13 +20,13 @@ runs=${*:-all_reduce_float32 all_reduce_bfloat16 all_gather_float32 all_gather_b
 bench() { # label args...
     local label=$1
     shift
-    echo "=== $label: hidet-nccl-bench -m $* ($n ranks)" >>"$out/buffers.txt"
-    timeout "${RUN_TIMEOUT:-300}" "$bin/hidet-nccl-run" -n "$n" "$bin/hidet-nccl-bench" -m "$@" >>"$out/buffers.txt" 2>&1 ||
+    echo "=== $label: hidet-nccl-bench --modes $* ($n ranks)" >>"$out/buffers.txt"
+    timeout "${RUN_TIMEOUT:-300}" "$bin/hidet-nccl-run" -n "$n" "$bin/hidet-nccl-bench" --modes "$@" >>"$out/buffers.txt" 2>&1 ||
         echo "=== $label: exit $?" >>"$out/buffers.txt"
 }
 for run in $runs; do
     coll=${run%_*} dtype=${run##*_}
-    args=(-b 8 -e "${MAX_BYTES:-4G}" -f 2 -r 5 -C "$coll" -d "$dtype")
+    args=(-b 8 -e "${MAX_BYTES:-4G}" -f 2 --reps 5 -c "$coll" -d "$dtype")
     if [ "${TUNE:-0}" = 1 ]; then
         table=$out/tune_$run.txt
         rm -f "$table"

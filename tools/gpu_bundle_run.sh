@@ -64,5 +64,9 @@ run mpi_gpu_test_roots roots mpirun "${mpirun_args[@]}" -x HIDET_NCCL_RANKS_PER_
 run launcher_gpu_test_roots roots "${launch[@]}" "$bin/launcher_gpu_test"
 run suite_gpu_test_mpi mpirun "${mpirun_args[@]}" "$bin/suite_gpu_test_mpi"
 run suite_gpu_test_file "${launch[@]}" "$bin/suite_gpu_test_file"
+# The bench: every collective through the library against raw NCCL, each size checked exactly
+# (exit 1 on a wrong value), under the launcher and, with no MPI linked, under mpirun (PMIx).
+run bench_all "$bin/hidet-nccl-run" -n "$n" "$bin/hidet-nccl-bench" -c all -b 8 -e 1M -f 4
+run bench_mpirun mpirun "${mpirun_args[@]}" "$bin/hidet-nccl-bench" -c all_reduce,send_recv -b 8 -e 1M -f 4
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

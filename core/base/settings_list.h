@@ -26,7 +26,7 @@
       "key unique to the job, for the shared-file bootstrap (else from Slurm's ids)") \
     X(JOB_SECRET_FILE, "HIDET_NCCL_JOB_SECRET_FILE", STRING, NULL, 0, 0, \
       "file holding the job's secret (16 .. 4096 bytes, the user's own, readable by nobody else): the ranks of a" \
-      " rendezvous prove they hold it (HMAC-SHA-256)") \
+      " socket rendezvous prove they hold it, shared-file announces carry its MAC (HMAC-SHA-256)") \
     X(JOB_SECRET, "HIDET_NCCL_JOB_SECRET", SECRET, NULL, 0, 0, \
       "the job's secret itself (at least 16 characters), when no secret file is set; hidet-nccl-run sets one") \
     X(POLL_MAX_MS, "HIDET_NCCL_POLL_MAX_MS", INT, "5", 1, 60000, \

@@ -135,3 +135,21 @@ size_t hn_ref_first_difference(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, con
         if (memcmp((const char *)a + i * sz, (const char *)b + i * sz, sz) != 0) return i;
     return (size_t)-1;
 }
+
+/* hn_ref_fill_bytes' pattern repeats every BYTE_PERIOD bytes (a prime: no block size is a
+ * multiple of it), so that 4 GiB cost a few memcpy once the first period is made. */
+#define BYTE_PERIOD 4093u
+static unsigned char pattern_byte(int rank, size_t at) {
+    uint32_t x = (uint32_t)(at % BYTE_PERIOD) * 2654435761u ^ ((uint32_t)rank + 1u) * 0x9E3779B9u;
+    x ^= x >> 15;
+    x *= 0x2C1B3C6Du;
+    x ^= x >> 12;
+    return (unsigned char)(x >> 8);
+}
+
+void hn_ref_fill_bytes(int rank, size_t offset, size_t bytes, void *out) {
+    unsigned char *p = out;
+    size_t first = bytes < BYTE_PERIOD ? bytes : BYTE_PERIOD;
+    for (size_t i = 0; i < first; i++) p[i] = pattern_byte(rank, offset + i);
+    repeat(out, 1, first, bytes);
+}

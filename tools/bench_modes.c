@@ -1,0 +1,168 @@
+/* --modes: one allocation of library memory (send and receive halves) registered AUTO on the
+ * library's communicator, as a buffer on one split of it and as a window on another; per size
+ * the library's collective (its own choice of view) against the raw NCCL call on the plain
+ * communicator (the memory is not registered on it), the buffer one and the window one,
+ * alternately, fastest of --reps. --tune FILE writes the fastest raw mode per size as a tuning
+ * table. tools/check_buffer_targets.py reads these tables: keep their lines as they are. */
+#include <math.h>
+#include <string.h>
+
+#include "tools/bench.h"
+
+typedef struct {
+    int id;
+    ncclComm_t comm;
+} mode_comm_t;
+
+static const char *const k_mode_names[3] = {"plain", "buffer", "window"};
+
+/* The memory and the communicators it is registered on: raw[0] the library's own (AUTO),
+ * raw[1] a split with it as a buffer, raw[2] a split with it as a window. */
+typedef struct {
+    coll_t coll;
+    void *mem;
+    size_t bytes;
+    mode_comm_t raw[3];
+    int handles[3];
+} modes_t;
+
+/* The call on another communicator: raw NCCL's there (comm not NULL), else the library's. */
+static double timed_on(const ctx_t *c, ncclComm_t comm, const call_t *k, int iters) {
+    ctx_t on = *c;
+    if (comm != NULL) on.comm = comm;
+    return bench_timed(&on, comm != NULL, k, iters);
+}
+
+/* Allocates and registers the memory; returns the seconds AUTO registration took. */
+static double modes_register(const ctx_t *ctx, modes_t *s) {
+    s->bytes = opt.max_bytes;
+    HN(hidet_nccl_mem_alloc(ctx->id, s->bytes, &s->mem));
+    CU(cudaMemset(s->mem, 0, s->bytes));
+    s->raw[0] = (mode_comm_t){ctx->id, ctx->comm};
+    for (int m = 1; m < 3; m++) { /* the raw ones first: made before the library's own siblings */
+        HN(hidet_nccl_comm_split(ctx->id, 0, opt.rank, &s->raw[m].id));
+        HN(hidet_nccl_get_comm(s->raw[m].id, &s->raw[m].comm));
+        HN(hidet_nccl_register(s->raw[m].id, s->mem, s->bytes,
+                               m == 1 ? HIDET_NCCL_REGISTER_BUFFER : HIDET_NCCL_REGISTER_WINDOW, &s->handles[m]));
+    }
+    double t0 = bench_now();
+    HN(hidet_nccl_register(ctx->id, s->mem, s->bytes, HIDET_NCCL_REGISTER_AUTO, &s->handles[0]));
+    return bench_now() - t0;
+}
+
+static void modes_release(const modes_t *s) {
+    for (int m = 2; m >= 0; m--) HN(hidet_nccl_deregister(s->raw[m].id, s->handles[m]));
+    for (int m = 1; m < 3; m++) HN(hidet_nccl_comm_destroy(s->raw[m].id));
+    HN(hidet_nccl_mem_free(s->mem));
+}
+
+static void print_modes_head(const modes_t *s, double t_auto) {
+    printf("# library memory: %zu bytes from hidet_nccl_mem_alloc, registered AUTO in %.1f ms (siblings made)\n",
+           s->bytes, t_auto * 1e3);
+    printf("# at least %d iterations per timing (up to 1000 below 64 MiB), fastest of %d alternating runs, in "
+           "place; busbw GB/s (up to 64 B: us per call); best: the fastest raw mode (a registered one only if "
+           "5%% faster than plain)\n",
+           opt.iters, opt.reps);
+    printf("# %s\n#%11s %9s | %9s %9s %9s %9s | %7s %7s %7s\n", bench_colls[s->coll].name, "size", "type", "library",
+           "raw plain", "raw buffer", "raw window", "best", "lib/best", "lib/plain");
+}
+
+/* One size (bytes, a multiple of unit): the library and raw plain, buffer and window, fastest
+ * of --reps alternating runs into t (library, plain, buffer, window). In place, as nccl-tests
+ * counts size: all_reduce's buffer, all_gather's output (its input this rank's block of it),
+ * reduce_scatter's input (its output this rank's block). */
+static void time_modes(const ctx_t *ctx, const modes_t *s, size_t size, size_t unit, double t[4]) {
+    call_t k = bench_make_call(ctx, s->coll, s->mem, s->mem, size / unit, 1, 0);
+    for (int v = 0; v < 4; v++) t[v] = 1e30;
+    /* small sizes are a few microseconds each: enough calls per timing to see past jitter */
+    int iters = opt.iters;
+    if (size < (64u << 20) && (size_t)iters < (16u << 20) / size) iters = (int)((16u << 20) / size);
+    if (iters > 1000 && iters > opt.iters) iters = 1000;
+    for (int w = 0; w < opt.warmup; w++) {
+        bench_call(ctx, 0, &k);
+        for (int m = 0; m < 3; m++) timed_on(ctx, s->raw[m].comm, &k, 1);
+    }
+    for (int r = 0; r < opt.reps; r++) {
+        for (int j = 0; j < 4; j++) { /* each run starts with another of the four */
+            int v = (j + r) % 4;
+            double x = timed_on(ctx, v == 0 ? NULL : s->raw[v - 1].comm, &k, iters);
+            if (x < t[v]) t[v] = x;
+        }
+    }
+}
+
+/* The best raw mode of t (1 plain, 2 buffer, 3 window): the faster registered mode, only if it
+ * beats plain by 5% (else noise decides). */
+static int best_raw_mode(const double t[4]) {
+    int best = 1;
+    int reg = t[2] <= t[3] ? 2 : 3;
+    if (t[reg] < 0.95 * t[1]) best = reg;
+    return best;
+}
+
+static void print_modes_row(size_t size, const char *dname, const double t[4], int best, double bus) {
+    double v[4];
+    for (int k = 0; k < 4; k++) v[k] = size <= 64 ? t[k] * 1e6 : size / t[k] / 1e9 * bus;
+    printf("%12zu %9s | %9.3f %9.3f %9.3f %9.3f | %7s %7.3f %7.3f\n", size, dname, v[0], v[1], v[2], v[3],
+           k_mode_names[best - 1], fmin(t[1], fmin(t[2], t[3])) / t[0], t[1] / t[0]);
+    fflush(stdout);
+}
+
+/* --tune's crossover table as the sizes go by: a line where the best mode changes, "max" last. */
+typedef struct {
+    char text[8192];
+    size_t len;
+    int last_view; /* index into k_mode_names, -1 before the first size */
+    size_t last_size;
+} tune_table_t;
+
+static void tune_table_add(tune_table_t *tt, coll_t coll, const char *dname, size_t size, int view) {
+    if (view != tt->last_view && tt->last_view >= 0)
+        tt->len += (size_t)snprintf(tt->text + tt->len, sizeof tt->text - tt->len, "%s %s %zu %s\n",
+                                    bench_colls[coll].name, dname, tt->last_size, k_mode_names[tt->last_view]);
+    tt->last_view = view;
+    tt->last_size = size;
+}
+
+static void tune_table_end(tune_table_t *tt, coll_t coll, const char *dname) {
+    if (tt->last_view >= 0)
+        tt->len += (size_t)snprintf(tt->text + tt->len, sizeof tt->text - tt->len, "%s %s max %s\n",
+                                    bench_colls[coll].name, dname, k_mode_names[tt->last_view]);
+}
+
+static void write_tune_table(coll_t coll, const char *dname, const char *table) {
+    FILE *f = fopen(opt.tune_file, "a");
+    if (f == NULL) DIE("cannot write %s", opt.tune_file);
+    fprintf(f, "# hidet-nccl-bench --tune: %d ranks, %s %s, fastest raw mode per size\n%s", opt.nranks,
+            bench_colls[coll].name, dname, table);
+    fclose(f);
+    printf("# tuning table appended to %s:\n%s", opt.tune_file, table);
+}
+
+void bench_modes(const ctx_t *ctx) {
+    CU(cudaStreamSynchronize(ctx->stream));
+    size_t esize = 4;
+    HN(hidet_nccl_dtype_size(opt.dtype, &esize));
+    const char *dname;
+    hidet_nccl_dtype_name(opt.dtype, &dname);
+    modes_t s;
+    memset(&s, 0, sizeof s);
+    while (!(opt.colls >> s.coll & 1u)) s.coll++; /* the one collective of --modes */
+    double t_auto = modes_register(ctx, &s);
+    if (opt.rank == 0) print_modes_head(&s, t_auto);
+    tune_table_t table = {.len = 0, .last_view = -1, .last_size = 0};
+    double bus = bench_bus_factor(s.coll, opt.nranks);
+    size_t unit = s.coll == COLL_ALL_REDUCE ? esize : esize * (size_t)opt.nranks; /* size = a multiple of it */
+    for (double fb = (double)opt.min_bytes; fb <= (double)opt.max_bytes + 0.5; fb *= opt.factor) {
+        size_t size = (size_t)fb / unit * unit;
+        if (size == 0) continue;
+        double t[4];
+        time_modes(ctx, &s, size, unit, t);
+        int best = best_raw_mode(t);
+        if (opt.rank == 0) print_modes_row(size, dname, t, best, bus);
+        tune_table_add(&table, s.coll, dname, size, best - 1);
+    }
+    tune_table_end(&table, s.coll, dname);
+    if (opt.tune_file != NULL && opt.rank == 0) write_tune_table(s.coll, dname, table.text);
+    modes_release(&s);
+}
