@@ -740,11 +740,14 @@ static int answer_kept(file_state_t *s, const round_t *rd, const hn_bf_claim_t *
 
 /* Withdraws this reader's answer, if it is still its own: renamed to its mark, so that the
  * root sees why it went (mark) and never counts the rank as having taken the bytes. */
-static void withdraw(const char *hello_path, const struct stat *mine, const char *mark) {
+static void withdraw(const char *hello_path, const struct stat *mine, const char *mark, const char *claim_path) {
     char to[4352 + 8];
     struct stat now;
     snprintf(to, sizeof to, "%s%s", hello_path, mark);
-    if (lstat(hello_path, &now) == 0 && hidet_nccl__bf_same_file(&now, mine)) rename(hello_path, to);
+    if (lstat(hello_path, &now) != 0 || !hidet_nccl__bf_same_file(&now, mine) || rename(hello_path, to) != 0) return;
+    /* A root that already ended (its claim gone) reads no mark, and its cleanup ran before this one
+     * was made: nobody would remove it. A root still there removes it when it ends. */
+    if (lstat(claim_path, &now) != 0 && errno == ENOENT) unlink(to);
 }
 
 /* 0 if the announce's MAC is right under the job's secret (or neither side has one); else -1
@@ -853,7 +856,7 @@ static hidet_nccl_status_t reader_round(file_state_t *s, const round_t *rd, hn_p
         if (answered && strcmp(seen, "no claim from the root yet") == 0) snprintf(seen, sizeof seen, "no file yet");
         if (!hidet_nccl__poll_expired(poll)) hidet_nccl__poll_pause(poll);
     }
-    if (answered) withdraw(hello_path, &mine, st == HIDET_NCCL_SUCCESS ? MARK_GAVEUP : MARK_FAILED);
+    if (answered) withdraw(hello_path, &mine, st == HIDET_NCCL_SUCCESS ? MARK_GAVEUP : MARK_FAILED, c.path);
     if (st != HIDET_NCCL_SUCCESS) return st;
     return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_TIMEOUT,
                            "rank %d waited %.1f s for %s from rank %d (root); last seen: %s", s->rank,

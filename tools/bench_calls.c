@@ -16,7 +16,7 @@ const coll_info_t bench_colls[COLL_COUNT] = {
                              .raw_call = "ncclReduceScatter", .reduces = 1, .blocks_send = 1,
                              .in_place = IP_RECV_IN_SEND, .factor_text = "(n-1)/n"},
     [COLL_ALL_TO_ALL] = {.name = "all_to_all", .lib_call = "hidet_nccl_all_to_all", .raw_call = "ncclAlltoAll",
-                         .blocks_send = 1, .blocks_recv = 1, .in_place = IP_SAME, .factor_text = "(n-1)/n"},
+                         .blocks_send = 1, .blocks_recv = 1, .in_place = IP_NONE, .factor_text = "(n-1)/n"},
     [COLL_GATHER] = {.name = "gather", .lib_call = "hidet_nccl_gather", .raw_call = "ncclGather", .rooted = 1,
                      .blocks_recv = 1, .result_on_root = 1, .in_place = IP_SEND_IN_RECV, .factor_text = "(n-1)/n"},
     [COLL_SCATTER] = {.name = "scatter", .lib_call = "hidet_nccl_scatter", .raw_call = "ncclScatter", .rooted = 1,

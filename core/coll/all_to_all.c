@@ -1,6 +1,9 @@
-/* hidet_nccl_all_to_all: every dtype moved byte for byte; ncclAlltoAll (NCCL 2.28), which
- * also takes it in place (sendbuff == recvbuff), or one grouped send and receive per peer,
- * which cannot (a block would be overwritten before it is sent). */
+/* hidet_nccl_all_to_all: every dtype moved byte for byte; ncclAlltoAll (NCCL 2.28), or one
+ * grouped send and receive per peer. Never in place: NCCL defines no in-place all_to_all (its
+ * in-place list names broadcast, reduce, all_reduce, all_gather, reduce_scatter), and an
+ * in-place ncclAlltoAll of NCCL 2.28.9 gave wrong blocks over NET/Socket (2 fake nodes on one
+ * H200, docs/data/all_to_all_in_place_1xh200.txt); grouped send/recv would overwrite a block
+ * before sending it. */
 #include "core/coll/collective_int.h"
 #include "core/base/status_int.h"
 
@@ -32,11 +35,9 @@ hidet_nccl_status_t hidet_nccl_all_to_all(int comm_id, const void *sendbuff, voi
     HN_CHECK(hidet_nccl__coll_buffer(&c, sendbuff, "sendbuff", count));
     HN_CHECK(hidet_nccl__coll_buffer(&c, recvbuff, "recvbuff", count));
     size_t total = bytes * (size_t)c.nranks;
-    HN_CHECK(hidet_nccl__coll_alias(&c, sendbuff, total, "sendbuff", recvbuff, total, "recvbuff",
-                                    grouped_p2p ? NULL : recvbuff,
-                                    grouped_p2p ? "in place (sendbuff == recvbuff) needs NCCL's own ncclAlltoAll (NCCL "
-                                                  "2.28, HIDET_NCCL_GROUPED_P2P unset): grouped send/recv has none"
-                                                : "in place is sendbuff == recvbuff"));
+    HN_CHECK(hidet_nccl__coll_alias(&c, sendbuff, total, "sendbuff", recvbuff, total, "recvbuff", NULL,
+                                    "all_to_all has no in-place form (NCCL defines none, and NCCL 2.28.9's in-place "
+                                    "ncclAlltoAll was measured wrong over the network): use two buffers"));
     if (grouped_p2p) {
         ncclResult_t r = grouped(&c, sendbuff, recvbuff, nccl_count, type, bytes, stream);
         return hidet_nccl__coll_end(&c, r, "grouped ncclSend/ncclRecv (all_to_all)", count, dtype, NULL, 0);

@@ -404,9 +404,9 @@ hidet_nccl_status_t hidet_nccl_all_gather(int comm_id, const void *sendbuff, voi
 hidet_nccl_status_t hidet_nccl_reduce_scatter(int comm_id, const void *sendbuff, void *recvbuff, size_t recvcount,
                                               hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, cudaStream_t stream);
 /* Block j of sendbuff (count elements each, nranks blocks) goes to rank j, landing there as
- * block r of recvbuff, r the sender. NCCL's ncclAlltoAll (2.28) where the loaded NCCL has it,
- * which takes it in place (sendbuff == recvbuff), else grouped send/recv, which does not (the
- * buffers must not overlap; in place is INVALID_ARGUMENT saying why). */
+ * block r of recvbuff, r the sender. Not in place (the buffers must not overlap: NCCL defines no
+ * in-place all_to_all, and an in-place ncclAlltoAll was measured wrong over the network). NCCL's
+ * ncclAlltoAll (2.28) where the loaded NCCL has it, else grouped send/recv. */
 hidet_nccl_status_t hidet_nccl_all_to_all(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
                                           hidet_nccl_dtype_t dtype, cudaStream_t stream);
 /* recvbuff[r * count ...] on root = sendbuff of rank r; recvbuff is used on root only. In
