@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bootstrap_socket/socket_handshake_int.h"
@@ -42,6 +43,14 @@ static int proof(const hn_sk_state_t *s, const char *role, const uint8_t a[HN_SK
     memcpy(data + len, s->key, strlen(s->key));
     len += HN_SK_KEY_BYTES;
     return hidet_nccl__mac(s->secret, s->secret_len, data, len, out, why, why_bytes);
+}
+
+/* A key from the network as it may be printed: every byte outside ' ' .. '~' as '?'. */
+static const char *printable(const char *key, char out[HN_SK_KEY_BYTES + 1]) {
+    size_t i = 0;
+    for (; key[i] != '\0' && i < HN_SK_KEY_BYTES; i++) out[i] = key[i] >= ' ' && key[i] <= '~' ? key[i] : '?';
+    out[i] = '\0';
+    return out;
 }
 
 #define CLIENT_ROLE "hidet-nccl socket rendezvous 2: a rank's proof"
@@ -87,18 +96,26 @@ static void drop(root_t *r, pending_t *p, const char *why) {
 static void refuse(root_t *r, pending_t *p, const char *told, const char *logged) {
     uint8_t m[HN_SK_HEADER + HN_SK_MAX_REFUSE + 4], zero[HN_SK_NONCE] = {0};
     char why[128];
-    size_t len = hidet_nccl__sk_encode(m, sizeof m, HN_SK_KIND_REFUSE, r->s->key, (uint32_t)r->s->nranks, 0, 0, zero,
-                                       told, (uint32_t)strlen(told));
+    /* Neither the job's key nor its size: a refused peer learns nothing it could join with. */
+    size_t len = hidet_nccl__sk_encode(m, sizeof m, HN_SK_KIND_REFUSE, "-", 1, 0, 0, zero, told, (uint32_t)strlen(told));
     double soon = hidet_nccl__now() + 0.1; /* a few bytes into an empty socket: at once, or never */
     if (len) hidet_nccl__sk_send(p->fd, m, len, soon < r->deadline ? soon : r->deadline, why, sizeof why);
     drop(r, p, logged);
 }
 
-static void evict_oldest(root_t *r) {
+/* Makes room: the oldest connection still owing a hello, else the oldest owing a proof (one that
+ * has said a valid hello of this job is a rank in the middle of proving itself). 0 when none. */
+static int evict_oldest(root_t *r) {
     pending_t *old = NULL;
-    for (int i = 0; i < r->cap; i++)
-        if (r->pend[i].fd >= 0 && (old == NULL || r->pend[i].since < old->since)) old = &r->pend[i];
+    for (int i = 0; i < r->cap; i++) {
+        pending_t *p = &r->pend[i];
+        if (p->fd < 0) continue;
+        int better = old == NULL || (p->step == WAIT_HELLO && old->step == WAIT_PROOF) ||
+                     (p->step == old->step && p->since < old->since);
+        if (better) old = p;
+    }
     if (old != NULL) drop(r, old, "evicted, the oldest of the connections waiting when another came");
+    return old != NULL;
 }
 
 /* A rank that proved itself (or any hello of the job, without a secret) becomes a rank. */
@@ -124,8 +141,9 @@ static hidet_nccl_status_t on_hello(root_t *r, pending_t *p, const hidet_nccl__s
     char why[320];
     if (m->kind != HN_SK_KIND_HELLO || strcmp(m->key, s->key) != 0 || m->world_size != (uint32_t)s->nranks ||
         m->rank == 0 || m->rank >= (uint32_t)s->nranks) {
-        snprintf(why, sizeof why, "a message of kind %d, job key '%.64s', world %u, rank %u (this job: key '%s', %d "
-                 "ranks)", m->kind, m->key, m->world_size, m->rank, s->key, s->nranks);
+        char key[HN_SK_KEY_BYTES + 1];
+        snprintf(why, sizeof why, "a message of kind %d, job key '%s', world %u, rank %u (this job: key '%s', %d "
+                 "ranks)", m->kind, printable(m->key, key), m->world_size, m->rank, s->key, s->nranks);
         refuse(r, p, "rank 0 at this address and port runs another job (its job key or number of ranks differs "
                "from this hello's)", why);
         return HIDET_NCCL_SUCCESS;
@@ -210,11 +228,17 @@ static hidet_nccl_status_t step(root_t *r, pending_t *p) {
  * when the table (or the process's descriptors) is full. Each is read at once: a rank sends
  * its hello as soon as it connects. */
 static hidet_nccl_status_t accept_all(root_t *r, int lfd) {
-    for (int tries = 0; tries < 4 * r->cap; tries++) {
+    /* At most a quarter of the table per wait: proofs already in their sockets are read before
+     * a flood can push their connections out. */
+    for (int tries = 0; tries < r->cap / 4; tries++) {
         char peer[PEER_BYTES], why[256];
         int fd = hidet_nccl__sk_accept(lfd, peer, sizeof peer, why, sizeof why);
         if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-            evict_oldest(r);
+            if (!evict_oldest(r)) { /* every descriptor is an admitted rank's: wait, do not spin */
+                struct timespec ms = {0, 10000000L};
+                nanosleep(&ms, NULL);
+                return HIDET_NCCL_SUCCESS;
+            }
             continue;
         }
         if (fd < 0) return HIDET_NCCL_SUCCESS;
@@ -274,6 +298,7 @@ static hidet_nccl_status_t wait_once(root_t *r, int lfd, struct pollfd *fds) {
         fds[k++] = (struct pollfd){r->pend[i].fd, POLLIN, 0};
         if (r->pend[i].fd >= 0 && r->pend[i].until < next) next = r->pend[i].until;
     }
+    if (next - now > 60.0) next = now + 60.0; /* a far deadline: wake each minute (ms fits an int) */
     int ms = next > now ? (int)((next - now) * 1000) + 1 : 0;
     if (poll(fds, (nfds_t)k, ms) < 0 && errno != EINTR)
         return hidet_nccl__say(r->msg, r->n, HIDET_NCCL_ERROR_SYSTEM, "rank 0: poll: %s", strerror(errno));
@@ -354,12 +379,12 @@ static int next(int fd, double deadline, uint8_t **buf, hidet_nccl__sk_msg_t *m,
 static hidet_nccl_status_t check_welcome(hn_sk_state_t *s, const hidet_nccl__sk_msg_t *m, const uint8_t *nonce,
                                          const uint8_t *challenge, char *msg, size_t n) {
     uint8_t want[HN_MAC_BYTES];
-    char why[512];
+    char why[512], key[HN_SK_KEY_BYTES + 1];
     if (m->kind != HN_SK_KIND_WELCOME || strcmp(m->key, s->key) != 0 || m->world_size != (uint32_t)s->nranks ||
         m->rank != 0 || memcmp(m->body, nonce, HN_SK_NONCE) != 0)
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                                "rank %d: %s:%d answered with kind %d, key '%s', world %u, not this rank's welcome",
-                               s->rank, s->addr, s->port, m->kind, m->key, m->world_size);
+                               s->rank, s->addr, s->port, m->kind, printable(m->key, key), m->world_size);
     if (s->secret_len) {
         if (m->body_bytes != HN_SK_NONCE + HN_MAC_BYTES)
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
@@ -438,7 +463,16 @@ hidet_nccl_status_t hidet_nccl__sk_client_handshake(hn_sk_state_t *s, double dea
     hidet_nccl__poll_begin(&wait, deadline - hidet_nccl__now(), 0, 10000000L, 200000000L, 1);
     for (int closes = 0;; closes++) {
         char why[512];
-        int fd = hidet_nccl__sk_connect(s->addr, s->port, deadline, why, sizeof why);
+        /* Again after a close: rank 0 evicting a flood still listens, and takes the connection at
+         * once; a rank 0 that failed and left does not, and waiting for it to the deadline would
+         * hide its failure: 2 s. */
+        double until = closes > 0 && hidet_nccl__now() + 2.0 < deadline ? hidet_nccl__now() + 2.0 : deadline;
+        int fd = hidet_nccl__sk_connect(s->addr, s->port, until, why, sizeof why);
+        if (fd < 0 && closes > 0 && until < deadline)
+            return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
+                                   "rank %d: rank 0 at %s:%d closed this rank's connection before a welcome and no "
+                                   "longer accepts one: it failed or left (its own message says why)",
+                                   s->rank, s->addr, s->port);
         if (fd < 0)
             return hidet_nccl__say(msg, n, hidet_nccl__now() >= deadline ? HIDET_NCCL_ERROR_TIMEOUT : HIDET_NCCL_ERROR_BOOTSTRAP,
                                    "rank %d could not reach rank 0: %s", s->rank, why);

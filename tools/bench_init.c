@@ -151,8 +151,9 @@ static int by_value(const void *a, const void *b) {
 
 static void print_init_times(double t[PATHS][MAX_REPS], int paths, int reps) {
     double ratio[PATHS][MAX_REPS];
-    for (int path = 0; path < paths; path++) {
+    for (int path = 0; path < paths; path++) /* every run's ratio before any sort: run i with raw run i */
         for (int i = 0; i < reps; i++) ratio[path][i] = t[path][i] / t[0][i];
+    for (int path = 0; path < paths; path++) {
         qsort(t[path], (size_t)reps, sizeof(double), by_value);
         qsort(ratio[path], (size_t)reps, sizeof(double), by_value);
     }

@@ -83,7 +83,7 @@ static int read_file(const char *path, uint8_t *out, size_t *len, char *why, siz
                  errno == ELOOP ? "a symbolic link (give the file itself)" : strerror(errno));
         return -1;
     }
-    struct stat st;
+    struct stat st = {0};
     const char *bad = NULL;
     if (fstat(fd, &st) != 0) bad = strerror(errno);
     else if (!S_ISREG(st.st_mode)) bad = "not a regular file";

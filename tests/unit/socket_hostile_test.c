@@ -193,6 +193,31 @@ static void stranger_with_a_claim(int port, uint32_t flags, int *kinds, int *n) 
     close(fd);
 }
 
+/* A hello with a guessed key: the refusal names neither the job's key nor its size, so a
+ * stranger cannot learn them from it and come back with a valid hello. */
+static void refusal_reveals_nothing(int port) {
+    int fd = dial(port);
+    uint8_t m[HN_SK_HEADER + 8], nonce[HN_SK_NONCE] = {1}, flags[4] = {0}, buf[512];
+    size_t total = hidet_nccl__sk_encode(m, sizeof m, HN_SK_KIND_HELLO, "guess", 7, 1, 0, nonce, flags, 4);
+    (void)!write(fd, m, total);
+    size_t got = 0;
+    for (int i = 0; i < 100 && got < sizeof buf; i++) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 100) <= 0) continue;
+        ssize_t k = read(fd, buf + got, sizeof buf - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    close(fd);
+    hidet_nccl__sk_msg_t r;
+    char why[128];
+    CU_ASSERT_FATAL(got >= HN_SK_HEADER && hidet_nccl__sk_total(buf, &total, why, sizeof why) == 0 && got >= total);
+    CU_ASSERT_FATAL(hidet_nccl__sk_parse(buf, total, &r, why, sizeof why) == 0);
+    CU_ASSERT_EQUAL(r.kind, HN_SK_KIND_REFUSE);
+    CU_ASSERT_STRING_NOT_EQUAL(r.key, "hostile");
+    CU_ASSERT_NOT_EQUAL(r.world_size, 2);
+}
+
 static void test_stranger_cannot_join(void) {
     setenv("HIDET_NCCL_TIMEOUT", "20", 1);
     int port = free_port();
@@ -211,6 +236,7 @@ static void test_stranger_cannot_join(void) {
     CU_ASSERT(n >= 1 && kinds[0] == HN_SK_KIND_CHALLENGE); /* a random nonce: nothing of the job */
     stranger_with_a_claim(port, 0, kinds, &n);                  /* says it has no secret */
     CU_ASSERT(n == 1 && kinds[0] == HN_SK_KIND_REFUSE);
+    refusal_reveals_nothing(port);
     pid_t r1 = spawn_rank(port, 1, 2, SECRET); /* the real rank 1 still gets its place */
     CU_ASSERT(wait_ok(root));
     CU_ASSERT(wait_ok(r1));
