@@ -229,13 +229,40 @@ typedef struct {
 /* 1 if the hello's writer is a process of this host that is gone (the hello is stale). */
 static int writer_gone(const hello_t *h) { return hidet_nccl__bf_process_gone(h->pid, h->host); }
 
+/* 0 if a hello's or announce's MAC is right under the job's secret (or neither side has one);
+ * else -1 and why. `writer`: "its root", "its reader". */
+static int file_mac(const file_state_t *s, const uint8_t *data, const hidet_nccl__bf_msg_t *m, const char *writer,
+                    char *why, size_t why_bytes) {
+    if (s->secret_len == 0 && m->mac == NULL) return 0;
+    if (s->secret_len == 0) {
+        snprintf(why, why_bytes, "%s holds a job secret and this rank does not (give every rank the same "
+                 "HIDET_NCCL_JOB_SECRET_FILE)", writer);
+        return -1;
+    }
+    if (m->mac == NULL) {
+        snprintf(why, why_bytes, "it carries no MAC: %s holds no job secret (another job's, or this job's ranks were "
+                 "given different secrets)", writer);
+        return -1;
+    }
+    uint8_t want[HN_MAC_BYTES];
+    if (hidet_nccl__mac(s->secret, s->secret_len, data, m->mac_covers, want, why, why_bytes) != 0) return -1;
+    if (!hidet_nccl__mac_equal(want, m->mac)) {
+        snprintf(why, why_bytes, "its MAC does not match this job's secret: %s is another job's (the same key, "
+                 "another secret)", writer);
+        return -1;
+    }
+    return 0;
+}
+
 /* Reads and checks the hello of rank r at path (its place, or a mark's): 1 it answers the
  * claim whose nonce is root_nonce (its part copied into part, unless NULL), 2 it answers
- * another claim (a stale one: nothing copied), 0 absent, -1 refused (why). *h for 1 and 2. */
+ * another claim (a stale one: nothing copied), 0 absent, -1 refused (why), 3 a hello whose MAC
+ * is not this job's secret's (a second job's reader, or a rank without the secret): never
+ * taken, an answer of another job. *h for 1 and 2. */
 static int read_hello_at(const file_state_t *s, const round_t *rd, const char *path, int r, const uint8_t *root_nonce,
                          hello_t *h, void *part, char *why, size_t wn) {
     uint8_t *data = NULL;
-    size_t len = 0, size = HN_BF_HEADER + HN_BF_HELLO_FIXED + rd->part_bytes + 4;
+    size_t len = 0, size = HN_BF_HEADER + HN_BF_HELLO_FIXED + rd->part_bytes + HN_BF_MAC + 4;
     int got = hidet_nccl__bf_read(path, HN_BF_HEADER + 4, size, &data, &len, why, wn);
     if (got <= 0) return got;
     hidet_nccl__bf_msg_t m;
@@ -243,6 +270,11 @@ static int read_hello_at(const file_state_t *s, const round_t *rd, const char *p
     int ok = hidet_nccl__bf_parse(data, len, &m, inner, sizeof inner) == 0 &&
              hidet_nccl__bf_expect(&m, HN_BF_KIND_HELLO, s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)r, inner,
                                    sizeof inner) == 0;
+    if (ok && file_mac(s, data, &m, "its reader", inner, sizeof inner) != 0) {
+        snprintf(why, wn, "%s: %s", path, inner);
+        free(data);
+        return 3;
+    }
     if (ok && m.data_bytes != rd->part_bytes) {
         snprintf(inner, sizeof inner, "a part of %u bytes, expected %zu", m.data_bytes, rd->part_bytes);
         ok = 0;
@@ -374,7 +406,7 @@ static hidet_nccl_status_t put_announce(const file_state_t *s, const round_t *rd
                                                 s->secret_len > 0);
     if (len > 0 && s->secret_len > 0) { /* the job's readers take only an announce of a root that holds its secret */
         size_t covers;
-        uint8_t *mac = hidet_nccl__bf_announce_mac_at(w->file, len, &covers);
+        uint8_t *mac = hidet_nccl__bf_mac_at(w->file, len, &covers);
         if (hidet_nccl__mac(s->secret, s->secret_len, w->file, covers, mac, why, sizeof why) != 0)
             return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (root): %s", s->rank, why);
         hidet_nccl__bf_reseal(w->file, len);
@@ -649,12 +681,21 @@ static hidet_nccl_status_t put_hello(file_state_t *s, const round_t *rd, const h
                                      const uint8_t nonce[HN_BF_NONCE], const char *hello_path, struct stat *mine,
                                      char *msg, size_t msg_bytes) {
     char why[768] = "", what[256];
-    size_t cap = HN_BF_HEADER + HN_BF_HELLO_FIXED + rd->part_bytes + 4;
+    size_t cap = HN_BF_HEADER + HN_BF_HELLO_FIXED + rd->part_bytes + HN_BF_MAC + 4;
     uint8_t *hello = malloc(cap);
     if (hello == NULL) return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
     size_t len = hidet_nccl__bf_encode_hello(hello, cap, s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)s->rank,
                                              nonce, c->nonce, (uint32_t)getpid(), s->host, rd->part,
-                                             (uint32_t)rd->part_bytes);
+                                             (uint32_t)rd->part_bytes, s->secret_len > 0);
+    if (len > 0 && s->secret_len > 0) { /* the root takes only answers (and parts) of a reader that holds its secret */
+        size_t covers;
+        uint8_t *mac = hidet_nccl__bf_mac_at(hello, len, &covers);
+        if (hidet_nccl__mac(s->secret, s->secret_len, hello, covers, mac, why, sizeof why) != 0) {
+            free(hello);
+            return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s", s->rank, why);
+        }
+        hidet_nccl__bf_reseal(hello, len);
+    }
     hidet_nccl_status_t st = HIDET_NCCL_ERROR_BOOTSTRAP;
     const char *fail = len == 0 ? "too large" : NULL;
     hello_t other = {{0}, 0, ""};
@@ -683,7 +724,7 @@ static hidet_nccl_status_t put_hello(file_state_t *s, const round_t *rd, const h
             if (over < 0) fail = why;
             continue; /* it changed meanwhile: look again */
         }
-        if (got == 1) {
+        if (got == 1 || got == 3) { /* another live process's answer, or another job's */
             collided = 1;
             break;
         }
@@ -705,11 +746,12 @@ static hidet_nccl_status_t put_hello(file_state_t *s, const round_t *rd, const h
     }
     free(hello);
     if (collided) {
+        char who[160] = "another job's reader (its answer does not carry this job's secret)";
+        if (other.pid != 0) snprintf(who, sizeof who, "another live process (pid %u on host '%s')", other.pid, other.host);
         hidet_nccl__bf_claim_mark(c);
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP,
-                               "rank %d: %s already answers this round's claim for another live process (pid %u on "
-                               "host '%s'): two jobs use job key '%s' in %s at once; both fail. Give each job its own "
-                               "key", s->rank, hello_path, other.pid, other.host, s->key, s->dir);
+                               "rank %d: %s already answers this round's claim for %s: two jobs use job key '%s' in %s "
+                               "at once; both fail. Give each job its own key", s->rank, hello_path, who, s->key, s->dir);
     }
     if (st != HIDET_NCCL_SUCCESS)
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP,
@@ -735,6 +777,13 @@ static int answer_kept(file_state_t *s, const round_t *rd, const hn_bf_claim_t *
                  "Both fail. Give each job its own key", s->rank, hello_path, h.pid, h.host, s->rank, s->key, s->dir);
         return -1;
     }
+    if (got == 3) { /* an answer under another secret: a second job's reader, to this job's claim */
+        hidet_nccl__bf_claim_mark(c);
+        snprintf(why, wn, "rank %d: its answer %s was replaced by an answer to this round's claim that does not carry "
+                 "this job's secret: two jobs use job key '%s' in %s at once. Both fail. Give each job its own key",
+                 s->rank, hello_path, s->key, s->dir);
+        return -1;
+    }
     return 1;
 }
 
@@ -748,31 +797,6 @@ static void withdraw(const char *hello_path, const struct stat *mine, const char
     /* A root that already ended (its claim gone) reads no mark, and its cleanup ran before this one
      * was made: nobody would remove it. A root still there removes it when it ends. */
     if (lstat(claim_path, &now) != 0 && errno == ENOENT) unlink(to);
-}
-
-/* 0 if the announce's MAC is right under the job's secret (or neither side has one); else -1
- * and why. */
-static int announce_mac(const file_state_t *s, const uint8_t *data, const hidet_nccl__bf_msg_t *m, char *why,
-                        size_t why_bytes) {
-    if (s->secret_len == 0 && m->mac == NULL) return 0;
-    if (s->secret_len == 0) {
-        snprintf(why, why_bytes, "its root holds a job secret and this rank does not (give every rank the same "
-                 "HIDET_NCCL_JOB_SECRET_FILE)");
-        return -1;
-    }
-    if (m->mac == NULL) {
-        snprintf(why, why_bytes, "it carries no MAC: its root holds no job secret (another job's, or this job's "
-                 "ranks were given different secrets)");
-        return -1;
-    }
-    uint8_t want[HN_MAC_BYTES];
-    if (hidet_nccl__mac(s->secret, s->secret_len, data, m->mac_covers, want, why, why_bytes) != 0) return -1;
-    if (!hidet_nccl__mac_equal(want, m->mac)) {
-        snprintf(why, why_bytes, "its MAC does not match this job's secret: another job's root (the same key, another "
-                 "secret)");
-        return -1;
-    }
-    return 0;
 }
 
 /* The announce's bytes if it is this round's, carries the claim's nonce and this reader's. 1
@@ -791,7 +815,7 @@ static int take_announce(const file_state_t *s, const round_t *rd, const hn_bf_c
         /* With the job's secret, an announce counts only with a right MAC, checked before any
          * byte of it is used: another job's root (same key, another secret) is never taken. */
         if (hidet_nccl__bf_parse(data, len, &m, inner, sizeof inner) != 0 ||
-            announce_mac(s, data, &m, inner, sizeof inner) != 0 ||
+            file_mac(s, data, &m, "its root", inner, sizeof inner) != 0 ||
             hidet_nccl__bf_expect(&m, HN_BF_KIND_ANNOUNCE, s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)rd->root,
                                   inner, sizeof inner) != 0) {
             snprintf(seen, seen_bytes, "%s: %s; refused", id_path, inner);

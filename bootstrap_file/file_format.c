@@ -27,9 +27,10 @@ static void put_host(uint8_t *at, const char *host) {
 size_t hidet_nccl__bf_encode_hello(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                                    uint32_t rank, const uint8_t nonce[HN_BF_NONCE],
                                    const uint8_t root_nonce[HN_BF_NONCE], uint32_t pid, const char *host,
-                                   const void *part, uint32_t part_bytes) {
+                                   const void *part, uint32_t part_bytes, int with_mac) {
     if (part_bytes > HN_BF_MAX_DATA) return 0;
-    size_t total = encode(out, cap, HN_BF_KIND_HELLO, key, seq, world, rank, HN_BF_HELLO_FIXED + (size_t)part_bytes);
+    size_t total = encode(out, cap, HN_BF_KIND_HELLO, key, seq, world, rank,
+                          HN_BF_HELLO_FIXED + (size_t)part_bytes + (with_mac ? HN_BF_MAC : 0));
     if (total == 0) return 0;
     uint8_t *b = out + HN_BF_HEADER;
     memcpy(b, nonce, HN_BF_NONCE);
@@ -68,7 +69,7 @@ size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key,
     return hidet_nccl__frame_seal(out, total);
 }
 
-uint8_t *hidet_nccl__bf_announce_mac_at(uint8_t *out, size_t total, size_t *covers) {
+uint8_t *hidet_nccl__bf_mac_at(uint8_t *out, size_t total, size_t *covers) {
     *covers = total - 4 - HN_BF_MAC;
     return out + *covers;
 }
@@ -103,9 +104,14 @@ int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *m
     if (msg->kind == HN_BF_KIND_HELLO) {
         if (body < HN_BF_HELLO_FIXED) return WHY("a hello of %u body bytes (at least %d)", body, HN_BF_HELLO_FIXED);
         msg->data_bytes = hidet_nccl__get32(b + HN_BF_HELLO_FIXED - 4);
-        if ((size_t)body != HN_BF_HELLO_FIXED + (size_t)msg->data_bytes)
-            return WHY("a hello of %u body bytes does not hold its fixed fields and %u part bytes", body,
+        size_t plain = HN_BF_HELLO_FIXED + (size_t)msg->data_bytes;
+        if ((size_t)body != plain && (size_t)body != plain + HN_BF_MAC)
+            return WHY("a hello of %u body bytes does not hold its fixed fields and %u part bytes (and a MAC)", body,
                        msg->data_bytes);
+        if ((size_t)body == plain + HN_BF_MAC) {
+            msg->mac = b + plain;
+            msg->mac_covers = HN_BF_HEADER + plain;
+        }
         if (get_host(b + 2 * HN_BF_NONCE + 4, msg) != 0) return WHY("a hello whose host name is not NUL-padded");
         msg->nonce = b;
         msg->root_nonce = b + HN_BF_NONCE;

@@ -12,7 +12,8 @@
  *   claim body:    nonce[16], u64 expiry (Unix ms), u32 pid, u32 flags (1: collided), host[64]
  *   hello body:    nonce[16], root nonce[16], u32 pid, host[64] (its writer, so that the hello of
  *                  a dead process of this host is known stale), u32 part bytes, part (0 bytes
- *                  for a broadcast)
+ *                  for a broadcast), then, from a reader that holds the job's secret, a 32-byte
+ *                  HMAC-SHA-256 under it of every byte before it
  *   announce body: u32 data bytes, data, then world size nonces of 16 bytes (the root's slot
  *                  holds the claim's nonce), then, from a root that holds the job's secret, a
  *                  32-byte HMAC-SHA-256 under it of every byte before it
@@ -53,8 +54,8 @@ typedef struct {
     const uint8_t *data;   /* hello: the sender's part; announce: what every rank gets */
     uint32_t data_bytes;
     const uint8_t *nonces; /* announce only: world_size x 16 bytes */
-    const uint8_t *mac;    /* announce only: its MAC under the job's secret, or NULL (a root without one) */
-    size_t mac_covers;     /* announce with a MAC: the bytes it covers, from the file's first */
+    const uint8_t *mac;    /* hello, announce: its MAC under the job's secret, or NULL (a writer without one) */
+    size_t mac_covers;     /* with a MAC: the bytes it covers, from the file's first */
     uint64_t expiry_ms;    /* claim: Unix time in ms after which the claim is stale */
     uint32_t pid, flags;   /* claim, hello: the writer's process id; claim: HN_BF_CLAIM_COLLIDED */
     char host[HN_BF_HOST_BYTES + 1]; /* claim, hello: the writer's host name */
@@ -64,16 +65,16 @@ typedef struct {
 size_t hidet_nccl__bf_encode_hello(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                                    uint32_t rank, const uint8_t nonce[HN_BF_NONCE],
                                    const uint8_t root_nonce[HN_BF_NONCE], uint32_t pid, const char *host,
-                                   const void *part, uint32_t part_bytes);
+                                   const void *part, uint32_t part_bytes, int with_mac);
 size_t hidet_nccl__bf_encode_claim(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                                    uint32_t root, const uint8_t nonce[HN_BF_NONCE], uint64_t expiry_ms, uint32_t pid,
                                    uint32_t flags, const char *host);
-/* with_mac: room for the MAC at its end, zeroed; hidet_nccl__bf_announce_mac writes it. */
+/* with_mac (hello, announce): room for the MAC at the body's end, zeroed, for the writer to fill. */
 size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                                       uint32_t root, const void *data, uint32_t data_bytes, const uint8_t *nonces,
                                       int with_mac);
-/* An announce of total bytes encoded with_mac: the MAC's place, and the bytes before it that it covers. */
-uint8_t *hidet_nccl__bf_announce_mac_at(uint8_t *out, size_t total, size_t *covers);
+/* A hello or announce of total bytes encoded with_mac: the MAC's place, and the bytes before it it covers. */
+uint8_t *hidet_nccl__bf_mac_at(uint8_t *out, size_t total, size_t *covers);
 /* After the MAC is written at its place: the checksum again. Returns total. */
 size_t hidet_nccl__bf_reseal(uint8_t *out, size_t total);
 

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                                   m.data_bytes, m.nonces, m.mac != NULL);
         if (m.mac != NULL && n > 0) {
             size_t covers;
-            memcpy(hidet_nccl__bf_announce_mac_at(again, n, &covers), m.mac, 32);
+            memcpy(hidet_nccl__bf_mac_at(again, n, &covers), m.mac, 32);
             if (covers != m.mac_covers) __builtin_trap();
             hidet_nccl__bf_reseal(again, n);
         }
@@ -37,7 +37,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (m.kind == HN_BF_KIND_HELLO) {
         static uint8_t again[HN_BF_MAX_FILE];
         size_t n = hidet_nccl__bf_encode_hello(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce,
-                                               m.root_nonce, m.pid, m.host, m.data, m.data_bytes);
+                                               m.root_nonce, m.pid, m.host, m.data, m.data_bytes, m.mac != NULL);
+        if (m.mac != NULL && n > 0) {
+            size_t covers;
+            memcpy(hidet_nccl__bf_mac_at(again, n, &covers), m.mac, 32);
+            if (covers != m.mac_covers) __builtin_trap();
+            hidet_nccl__bf_reseal(again, n);
+        }
         if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
     }
     if (m.kind == HN_BF_KIND_CLAIM) {
