@@ -610,6 +610,26 @@ static void linger_collided(root_work_t *w, hn_poll_t *poll) {
     hidet_nccl__bf_claim_remove_collided(&w->claim);
 }
 
+/* What follows "hidet-nccl.<key>.<seq>." in a name of this round: 1 a reader's mark
+ * ("hello.<r>.gaveup", ".failed"), 2 a temporary file ("root", "id" or "hello.<r>", then
+ * ".tmp."), 0 anything else. Keys may hold dots, so the prefix alone also matches files of
+ * other keys ("a.1" begins like round 1 of key "a"): their rest is never of these forms. */
+static int round_leftover(const char *rest) {
+    const char *at = rest;
+    if (strncmp(at, "root", 4) == 0) {
+        at += 4;
+    } else if (strncmp(at, "id", 2) == 0) {
+        at += 2;
+    } else if (strncmp(at, "hello.", 6) == 0 && at[6] >= '0' && at[6] <= '9') {
+        at += 6;
+        while (*at >= '0' && *at <= '9') at++;
+        if (strcmp(at, MARK_GAVEUP) == 0 || strcmp(at, MARK_FAILED) == 0) return 1;
+    } else {
+        return 0;
+    }
+    return strncmp(at, ".tmp.", 5) == 0 ? 2 : 0;
+}
+
 /* What writers of this round left: temporary files of writers of this host killed mid-write
  * (a writer elsewhere may be writing still), and the marks of readers that ended without the
  * bytes. Every reader of the round is done with them when its root ends it. */
@@ -620,11 +640,9 @@ static void remove_leftovers(const file_state_t *s, const round_t *rd) {
     if (d == NULL) return;
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         const char *name = e->d_name;
-        size_t len = strlen(name);
         if (strncmp(name, prefix, plen) != 0) continue;
-        int mark = (len > 7 && strcmp(name + len - 7, MARK_GAVEUP) == 0) ||
-                   (len > 7 && strcmp(name + len - 7, MARK_FAILED) == 0);
-        if (mark || hidet_nccl__bf_tmp_orphaned(name + plen)) unlinkat(dirfd(d), name, 0);
+        int kind = round_leftover(name + plen);
+        if (kind == 1 || (kind == 2 && hidet_nccl__bf_tmp_orphaned(name + plen))) unlinkat(dirfd(d), name, 0);
     }
     closedir(d);
 }

@@ -619,10 +619,17 @@ static void test_killed_writers_leftovers(void) {
     put_file(path, (const uint8_t *)"being written", 13, 0600); /* a live writer's: kept */
     snprintf(path, sizeof path, "%s/hidet-nccl.killed.0.hello.1.tmp.elsewhere.%d.c0ffee01", dir, (int)dead_pid());
     put_file(path, (const uint8_t *)"being written", 13, 0600); /* another host's: kept */
+    /* Round 5 of key "killed.0" begins like round 0 of key "killed": a mark and a dead writer's
+     * temporary file of that other key are not this round's, and stay. */
+    snprintf(path, sizeof path, "%s/hidet-nccl.killed.0.5.hello.1.gaveup", dir);
+    put_file(path, (const uint8_t *)"a mark", 6, 0600);
+    snprintf(path, sizeof path, "%s/hidet-nccl.killed.0.5.hello.2.tmp.%s.%d.0ddba11", dir, host, (int)dead_pid());
+    put_file(path, (const uint8_t *)"half", 4, 0600);
     CU_ASSERT_EQUAL(run_job(dir, "killed", 3, 1, 30, 0), 0);
     CU_ASSERT(all_same_id("killed", 3, 0, id));
-    CU_ASSERT_EQUAL(count_files(dir, ""), 2);
+    CU_ASSERT_EQUAL(count_files(dir, ""), 4);
     CU_ASSERT_EQUAL(count_files(dir, "c0ffee0"), 2);
+    CU_ASSERT_EQUAL(count_files(dir, "killed.0.5."), 2);
 }
 
 /* 7: a symlink at the path, a file owned by another user, a file writable by group or
