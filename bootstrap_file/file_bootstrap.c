@@ -229,6 +229,17 @@ typedef struct {
 /* 1 if the hello's writer is a process of this host that is gone (the hello is stale). */
 static int writer_gone(const hello_t *h) { return hidet_nccl__bf_process_gone(h->pid, h->host); }
 
+/* With the job's secret: writes the MAC into a hello or announce of len bytes encoded with
+ * room for it, and its checksum again. 0, or -1 and why. Without a secret: nothing, 0. */
+static int seal(const file_state_t *s, uint8_t *file, size_t len, char *why, size_t why_bytes) {
+    if (s->secret_len == 0) return 0;
+    size_t covers;
+    uint8_t *mac = hidet_nccl__bf_mac_at(file, len, &covers);
+    if (hidet_nccl__mac(s->secret, s->secret_len, file, covers, mac, why, why_bytes) != 0) return -1;
+    hidet_nccl__bf_reseal(file, len);
+    return 0;
+}
+
 /* 0 if a hello's or announce's MAC is right under the job's secret (or neither side has one);
  * else -1 and why. `writer`: "its root", "its reader". */
 static int file_mac(const file_state_t *s, const uint8_t *data, const hidet_nccl__bf_msg_t *m, const char *writer,
@@ -404,13 +415,9 @@ static hidet_nccl_status_t put_announce(const file_state_t *s, const round_t *rd
     size_t len = hidet_nccl__bf_encode_announce(w->file, w->cap, s->key, rd->seq, (uint32_t)s->nranks,
                                                 (uint32_t)s->rank, rd->out, (uint32_t)rd->out_bytes, w->nonces,
                                                 s->secret_len > 0);
-    if (len > 0 && s->secret_len > 0) { /* the job's readers take only an announce of a root that holds its secret */
-        size_t covers;
-        uint8_t *mac = hidet_nccl__bf_mac_at(w->file, len, &covers);
-        if (hidet_nccl__mac(s->secret, s->secret_len, w->file, covers, mac, why, sizeof why) != 0)
-            return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (root): %s", s->rank, why);
-        hidet_nccl__bf_reseal(w->file, len);
-    }
+    /* the job's readers take only an announce of a root that holds its secret */
+    if (len > 0 && seal(s, w->file, len, why, sizeof why) != 0)
+        return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (root): %s", s->rank, why);
     if (len == 0 || hidet_nccl__bf_publish(id_path, w->file, len, why, sizeof why) != 0)
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (root) could not publish %s: %s",
                                s->rank, id_path, len ? why : "too large");
@@ -705,14 +712,10 @@ static hidet_nccl_status_t put_hello(file_state_t *s, const round_t *rd, const h
     size_t len = hidet_nccl__bf_encode_hello(hello, cap, s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)s->rank,
                                              nonce, c->nonce, (uint32_t)getpid(), s->host, rd->part,
                                              (uint32_t)rd->part_bytes, s->secret_len > 0);
-    if (len > 0 && s->secret_len > 0) { /* the root takes only answers (and parts) of a reader that holds its secret */
-        size_t covers;
-        uint8_t *mac = hidet_nccl__bf_mac_at(hello, len, &covers);
-        if (hidet_nccl__mac(s->secret, s->secret_len, hello, covers, mac, why, sizeof why) != 0) {
-            free(hello);
-            return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s", s->rank, why);
-        }
-        hidet_nccl__bf_reseal(hello, len);
+    /* the root takes only answers (and parts) of a reader that holds its secret */
+    if (len > 0 && seal(s, hello, len, why, sizeof why) != 0) {
+        free(hello);
+        return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s", s->rank, why);
     }
     hidet_nccl_status_t st = HIDET_NCCL_ERROR_BOOTSTRAP;
     const char *fail = len == 0 ? "too large" : NULL;

@@ -131,7 +131,7 @@ static hidet_nccl_status_t socket_init(const void *params_v, const hidet_nccl_bo
     }
     double deadline = hidet_nccl__now() + args->timeout_s;
     if (s->nranks > 1 && s->rank == 0) {
-        enough_files(s->nranks + 1024 + 32); /* the ranks, the connections waiting (socket_handshake.c), spare */
+        enough_files(s->nranks + HN_SK_PENDING_MAX + 32); /* the ranks, the connections waiting, spare */
         if (getrandom(s->session, sizeof s->session, 0) != (ssize_t)sizeof s->session)
             st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "getrandom: %s", strerror(errno));
         else

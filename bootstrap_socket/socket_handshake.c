@@ -18,7 +18,6 @@
 #include "bootstrap_socket/socket_io_int.h"
 
 #define STEP_S 5.0       /* a connection's time to say hello, or to answer the challenge */
-#define PENDING_MAX 1024 /* connections waiting at once, beside the ranks already admitted */
 #define LOGGED_DROPS 8   /* drops logged one by one; the rest are counted */
 #define PEER_BYTES 80
 
@@ -338,7 +337,7 @@ hidet_nccl_status_t hidet_nccl__sk_root_handshake(hn_sk_state_t *s, double deadl
     char why[512];
     int lfd = hidet_nccl__sk_listen(s->port, why, sizeof why);
     if (lfd < 0) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank 0: %s", why);
-    root_t r = {.s = s, .deadline = deadline, .cap = PENDING_MAX, .msg = msg, .n = n};
+    root_t r = {.s = s, .deadline = deadline, .cap = HN_SK_PENDING_MAX, .msg = msg, .n = n};
     r.pend = calloc((size_t)r.cap, sizeof *r.pend);
     struct pollfd *fds = calloc((size_t)r.cap + 1, sizeof *fds);
     r.theirs = calloc((size_t)s->nranks, HN_SK_NONCE);

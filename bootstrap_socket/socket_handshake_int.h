@@ -10,6 +10,8 @@
 #include "bootstrap_socket/socket_format_int.h"
 #include "core/base/kit.h"
 
+#define HN_SK_PENDING_MAX 1024 /* connections waiting at once at rank 0, beside the ranks already admitted */
+
 typedef struct {
     char addr[256];
     int port;

@@ -174,7 +174,7 @@ void bench_init_times(const ctx_t *c, int reps) {
         if (mkdtemp(dir) == NULL) DIE("mkdtemp: cannot make a rendezvous directory in %s (--tmpdir)", opt.tmpdir);
     }
     bench_spread(dir, sizeof dir);
-    int paths = strcmp(bench_bootstrap_label(), "PMIx") == 0 ? PATHS : PATHS - 1;
+    int paths = strcasecmp(bench_bootstrap_label(), "pmix") == 0 ? PATHS : PATHS - 1; /* HIDET_NCCL_BOOTSTRAP=pmix too */
     double t[PATHS][MAX_REPS];
     if (reps > MAX_REPS) reps = MAX_REPS;
     for (int r = -1; r < reps; r++) { /* r == -1: a warm-up of each, not counted */

@@ -5,6 +5,7 @@
  * alternately, fastest of --reps. --tune FILE writes the fastest raw mode per size as a tuning
  * table. tools/check_buffer_targets.py reads these tables: keep their lines as they are. */
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "tools/bench.h"
@@ -116,18 +117,31 @@ typedef struct {
     size_t last_size;
 } tune_table_t;
 
+/* One line more of the table, or a clear end where it would not fit (the sizes' factor -f
+ * decides how many lines there can be). */
+static void tune_table_put(tune_table_t *tt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tune_table_put(tune_table_t *tt, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tt->text + tt->len, sizeof tt->text - tt->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof tt->text - tt->len)
+        DIE("--tune: the crossover table would pass %zu bytes (the best mode changed too often between sizes: "
+            "use a larger -f)", sizeof tt->text);
+    tt->len += (size_t)n;
+}
+
 static void tune_table_add(tune_table_t *tt, coll_t coll, const char *dname, size_t size, int view) {
     if (view != tt->last_view && tt->last_view >= 0)
-        tt->len += (size_t)snprintf(tt->text + tt->len, sizeof tt->text - tt->len, "%s %s %zu %s\n",
-                                    bench_colls[coll].name, dname, tt->last_size, k_mode_names[tt->last_view]);
+        tune_table_put(tt, "%s %s %zu %s\n", bench_colls[coll].name, dname, tt->last_size,
+                       k_mode_names[tt->last_view]);
     tt->last_view = view;
     tt->last_size = size;
 }
 
 static void tune_table_end(tune_table_t *tt, coll_t coll, const char *dname) {
     if (tt->last_view >= 0)
-        tt->len += (size_t)snprintf(tt->text + tt->len, sizeof tt->text - tt->len, "%s %s max %s\n",
-                                    bench_colls[coll].name, dname, k_mode_names[tt->last_view]);
+        tune_table_put(tt, "%s %s max %s\n", bench_colls[coll].name, dname, k_mode_names[tt->last_view]);
 }
 
 static void write_tune_table(coll_t coll, const char *dname, const char *table) {
@@ -135,7 +149,7 @@ static void write_tune_table(coll_t coll, const char *dname, const char *table) 
     if (f == NULL) DIE("cannot write %s", opt.tune_file);
     fprintf(f, "# hidet-nccl-bench --tune: %d ranks, %s %s, fastest raw mode per size\n%s", opt.nranks,
             bench_colls[coll].name, dname, table);
-    fclose(f);
+    if (fclose(f) != 0) DIE("cannot write %s", opt.tune_file);
     printf("# tuning table appended to %s:\n%s", opt.tune_file, table);
 }
 

@@ -637,8 +637,13 @@ static int parse_args(int argc, char **argv) {
 /* The job's secret for the ranks: the file given, or one in the environment, as they are; on one
  * node without either, a fresh one (32 random bytes, hex), so that only the ranks this launcher
  * starts can join their rendezvous. Across nodes the launchers cannot agree on a fresh one. */
+static int given(const char *name) { /* set and not empty, as the library's settings read it */
+    const char *v = getenv(name);
+    return v != NULL && *v != '\0';
+}
+
 static void make_secret(void) {
-    if (g.secret_file || getenv("HIDET_NCCL_JOB_SECRET_FILE") || getenv("HIDET_NCCL_JOB_SECRET")) return;
+    if (g.secret_file || given("HIDET_NCCL_JOB_SECRET_FILE") || given("HIDET_NCCL_JOB_SECRET")) return;
     if (g.nnodes > 1) return; /* the library's rank 0 warns that the rendezvous is unauthenticated */
     unsigned char rnd[32];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) die(1, "getrandom: %s", strerror(errno));

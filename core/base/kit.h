@@ -11,7 +11,7 @@
  *              hidet_nccl__copy_sized for size-versioned structs, little-endian fields
  *   secrets    the job's secret, and a keyed MAC (HMAC-SHA-256, OpenSSL's libcrypto at run time)
  *   settings   the values of the environment variables the library reads, parsed once
- *              (core/base/settings.c holds the table)
+ *              (core/base/settings_list.h holds the table)
  *   lifetime   hidet_nccl__at_finalize; hidet_nccl__comm_init_over
  */
 #ifndef HIDET_NCCL_CORE_BASE_KIT_H_

@@ -87,7 +87,7 @@ static int read_file(const char *path, uint8_t *out, size_t *len, char *why, siz
     const char *bad = NULL;
     if (fstat(fd, &st) != 0) bad = strerror(errno);
     else if (!S_ISREG(st.st_mode)) bad = "not a regular file";
-    else if (st.st_uid != getuid() && st.st_uid != 0) bad = "owned by another user";
+    else if (st.st_uid != geteuid() && st.st_uid != 0) bad = "owned by another user";
     else if (st.st_mode & 077) bad = "readable or writable by group or others (chmod 600 it)";
     else if (st.st_size < HN_SECRET_MIN || st.st_size > HN_SECRET_MAX) bad = "not 16 .. 4096 bytes long";
     ssize_t got = bad == NULL ? read(fd, out, (size_t)st.st_size) : -1;

@@ -134,11 +134,12 @@ hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_o
 
 hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call, size_t count,
                                          hidet_nccl_dtype_t dtype, const char *who, int rank) {
+    int in_group = hidet_nccl__group_depth() > 0;
     if (c->trace != NULL)
         hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, who != NULL ? rank : -1, c->stream, r,
-                                 hidet_nccl__group_depth() > 0);
+                                 in_group);
     if (r == ncclSuccess) {
-        if (hidet_nccl__group_depth() > 0) return hidet_nccl__group_track(c->comm);
+        if (in_group) return hidet_nccl__group_track(c->comm);
         return HIDET_NCCL_SUCCESS;
     }
     char call[192], tail[32] = "";
@@ -151,7 +152,7 @@ hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, con
         return hidet_nccl__comm_failed(c->id, hidet_nccl__nccl_fail(c->name, call, r, c->comm), 0, event);
     }
     /* A non-blocking communicator may still be enqueuing (e.g. connecting on first use). */
-    if (hidet_nccl__group_depth() > 0) return hidet_nccl__group_track(c->comm);
+    if (in_group) return hidet_nccl__group_track(c->comm);
     double timeout;
     HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
     ncclComm_t comm = c->comm;

@@ -9,6 +9,7 @@
 #include "core/base/status_int.h"
 #include "core/base/finalize_hooks_int.h"
 #include "core/base/log_int.h"
+#include "core/base/settings_int.h"
 #include "core/comm/registry_int.h"
 #include "core/comm/wait_int.h"
 
@@ -57,9 +58,11 @@ static hidet_nccl_status_t release(const hn_nccl_t *n, ncclComm_t comm, int id) 
     char what[96];
     snprintf(what, sizeof what, "ncclCommFinalize of communicator id %d", id);
     if (n->CommFinalize != NULL) {
-        /* The setting's text is its default when the environment's value is bad: a bad
+        /* The setting's value is its default when the environment's is bad: a bad
          * HIDET_NCCL_TIMEOUT must not keep a communicator alive, nor leave a message. */
-        double timeout = atof(hidet_nccl__setting_str(HN_SETTING_TIMEOUT));
+        hn_setting_info_t timeout_setting;
+        hidet_nccl__setting_info(HN_SETTING_TIMEOUT, &timeout_setting);
+        double timeout = timeout_setting.number;
         hidet_nccl_status_t st;
         ncclResult_t r = n->CommFinalize(comm);
         if (r != ncclSuccess && r != ncclInProgress) {

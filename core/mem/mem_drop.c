@@ -40,8 +40,6 @@ static void drop(int comm_id, int abandon) {
     }
 }
 
-static void drop_comm(int comm_id, int abandon) { drop(comm_id, abandon); }
-
 static void drop_all(void) {
     drop(-1, 0);
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
@@ -56,4 +54,4 @@ static void drop_all(void) {
     if (freed > 0) HN_INFO("finalize: %d allocations of library memory freed", freed);
 }
 
-void hidet_nccl__mem_keep(void) { hidet_nccl__at_comm_drop(drop_comm, drop_all); }
+void hidet_nccl__mem_keep(void) { hidet_nccl__at_comm_drop(drop, drop_all); }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/base/number.h"
 #include "core/base/status_int.h"
 #include "core/mem/tune_table_int.h"
 
@@ -27,7 +28,6 @@ static const char *const k_views[HN_NUM_VIEWS] = {HN_VIEWS(HN_NAME)};
 #undef HN_NAME
 
 const char *hidet_nccl__view_name(hn_view_t v) { return (unsigned)v < HN_NUM_VIEWS ? k_views[v] : "?"; }
-const char *hidet_nccl__tuned_name(hn_tuned_t c) { return (unsigned)c < HN_NUM_TUNED ? k_colls[c] : "?"; }
 
 int hidet_nccl__tune_uses(const hn_tune_t *t, hn_view_t v) {
     for (int c = 0; c < HN_NUM_TUNED; c++)
@@ -163,19 +163,12 @@ static int split_fields(const char *buf, int line, char field[FIELDS][FIELD_BYTE
     return 0;
 }
 
-/* A byte count: decimal digits only (no sign, blank or 0x, which strtoull would take), from 1 to
- * SIZE_MAX - 1 (SIZE_MAX is what "max" means). 0, or -1. */
+/* A byte count in the one grammar (core/base/number.h), from 1 to SIZE_MAX - 1 (SIZE_MAX is
+ * what "max" means). 0, or -1. */
 static int parse_bytes(const char *word, size_t *out) {
-    size_t v = 0;
-    if (word[0] == '\0') return -1;
-    for (const char *p = word; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9') return -1;
-        size_t digit = (size_t)(*p - '0');
-        if (v > (SIZE_MAX - 1 - digit) / 10) return -1;
-        v = v * 10 + digit;
-    }
-    if (v == 0) return -1;
-    *out = v;
+    uint64_t v;
+    if (hn_parse_uint(word, 1, SIZE_MAX - 1, &v) != HN_NUMBER_OK) return -1;
+    *out = (size_t)v;
     return 0;
 }
 

@@ -60,6 +60,5 @@ int hidet_nccl__tune_uses(const hn_tune_t *t, hn_view_t v);
 /* "plain", "buffer", "window"; "?" for no view. */
 const char *hidet_nccl__view_name(hn_view_t v);
 /* "all_reduce", "all_gather", "reduce_scatter"; "?" for no collective of the table. */
-const char *hidet_nccl__tuned_name(hn_tuned_t c);
 
 #endif
