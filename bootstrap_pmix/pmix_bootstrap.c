@@ -41,7 +41,7 @@ static hidet_nccl_status_t stub_gather(void *state, const void *s, void *r, size
     return stub_never(state, msg, n);
 }
 
-const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_pmix_v2 = {
+const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_pmix_v3 = {
     .name = "pmix",
     .api_version = HIDET_NCCL_BOOTSTRAP_API_VERSION,
     .init = stub_init,
@@ -299,7 +299,7 @@ static hidet_nccl_status_t pmix_finalize(void *state, char *msg, size_t n) {
     return HIDET_NCCL_SUCCESS;
 }
 
-const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_pmix_v2 = {
+const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_pmix_v3 = {
     .name = "pmix",
     .api_version = HIDET_NCCL_BOOTSTRAP_API_VERSION,
     .init = pmix_init,
@@ -308,6 +308,9 @@ const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_pmix_v2 = {
     .broadcast = pmix_broadcast,
     .allgather = pmix_allgather,
     .finalize = pmix_finalize,
+    .recover = NULL,
+    .recover_unsupported = "a PMIx fence waits for every process of the namespace, a dead one included; start the "
+                           "job with hidet-nccl-run (file or socket rendezvous) to survive a dead rank",
 };
 
 #endif

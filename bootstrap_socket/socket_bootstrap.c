@@ -253,7 +253,7 @@ static hidet_nccl_status_t socket_allgather(void *state, const void *send, void 
     return st;
 }
 
-const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_socket_v2 = {
+const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_socket_v3 = {
     .name = "socket",
     .api_version = HIDET_NCCL_BOOTSTRAP_API_VERSION,
     .init = socket_init,

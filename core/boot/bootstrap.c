@@ -2,6 +2,7 @@
  * adapter), and the calls the core makes on them. The choice from the environment is in
  * core/boot/bootstrap_env.c. */
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,9 @@ static hidet_nccl_status_t check_plugin(const char *name, int version, int expec
     if (version != expected)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
                        "bootstrap plug-in '%s' (%s) says API version %d, but was given as a version %d struct; this "
-                       "library loads versions 2 (%s) and 1 (%s)",
-                       name, where, version, expected, HIDET_NCCL_BOOTSTRAP_SYMBOL_V2, HIDET_NCCL_BOOTSTRAP_SYMBOL_V1);
+                       "library loads versions 3 (%s), 2 (%s) and 1 (%s)",
+                       name, where, version, expected, HIDET_NCCL_BOOTSTRAP_SYMBOL_V3, HIDET_NCCL_BOOTSTRAP_SYMBOL_V2,
+                       HIDET_NCCL_BOOTSTRAP_SYMBOL_V1);
     for (int i = 0; i < n; i++)
         if (!members[i].present)
             return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "bootstrap plug-in '%s' (%s) has no %s", name, where,
@@ -45,11 +47,34 @@ static hidet_nccl_status_t check_plugin(const char *name, int version, int expec
     return HIDET_NCCL_SUCCESS;
 }
 
-static hidet_nccl_status_t check_v2(const hidet_nccl_bootstrap_t *ops, const char *where) {
+/* Versions 3 and 2 share their first members (recover, of 3 only, may be NULL). */
+static hidet_nccl_status_t check_v2(const hidet_nccl_bootstrap_v2_t *ops, int version, const char *where) {
     const member_t m[] = {{"init", ops->init != NULL},           {"rank_size", ops->rank_size != NULL},
                           {"local_rank", ops->local_rank != NULL}, {"broadcast", ops->broadcast != NULL},
                           {"allgather", ops->allgather != NULL},   {"finalize", ops->finalize != NULL}};
-    return check_plugin(ops->name, ops->api_version, HIDET_NCCL_BOOTSTRAP_API_VERSION, m, 6, where);
+    return check_plugin(ops->name, ops->api_version, version, m, 6, where);
+}
+
+/* ops as the newest version: a version 3 struct as it is, a version 2 one (api_version 2: only
+ * its members are read) with no recover. */
+static hidet_nccl_status_t as_v3(const void *ops_v, int version, const char *where, hidet_nccl_bootstrap_t *out) {
+    const hidet_nccl_bootstrap_v2_t *v2 = ops_v;
+    HN_CHECK(check_v2(v2, version, where));
+    memset(out, 0, sizeof *out);
+    if (version == HIDET_NCCL_BOOTSTRAP_API_VERSION) {
+        *out = *(const hidet_nccl_bootstrap_t *)ops_v;
+        return HIDET_NCCL_SUCCESS;
+    }
+    *out = (hidet_nccl_bootstrap_t){v2->name, version, v2->init, v2->rank_size, v2->local_rank, v2->broadcast,
+                                    v2->allgather, v2->finalize, NULL,
+                                    "it is a version 2 plug-in (recovery came with version 3)"};
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* The version the caller's struct says it is, when it is one create takes (3 or 2). */
+static int given_version(const hidet_nccl_bootstrap_t *ops) {
+    return ops->api_version == HIDET_NCCL_BOOTSTRAP_API_VERSION_V2 ? HIDET_NCCL_BOOTSTRAP_API_VERSION_V2
+                                                                   : HIDET_NCCL_BOOTSTRAP_API_VERSION;
 }
 
 static hidet_nccl_status_t check_v1(const hidet_nccl_bootstrap_v1_t *ops, const char *where) {
@@ -85,6 +110,7 @@ static hidet_nccl_status_t create(const hidet_nccl_bootstrap_t *ops, const void 
     if (bs == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for a bootstrap");
     bs->ops = *ops;
     bs->dl_handle = dl_handle;
+    atomic_init(&bs->refs, 1);
     char msg[BACKEND_MSG] = "";
     hidet_nccl_status_t st = ops->init(params, &args, &bs->state, msg, sizeof msg);
     if (st != HIDET_NCCL_SUCCESS) {
@@ -112,14 +138,27 @@ hidet_nccl_status_t hidet_nccl_bootstrap_create(const hidet_nccl_bootstrap_t *op
     HN_CHECK_NOT_NULL(ops);
     HN_CHECK_NOT_NULL(out);
     *out = NULL;
-    HN_CHECK(check_v2(ops, "given by the caller"));
-    return create(ops, params, NULL, "given by the caller", 0, out);
+    hidet_nccl_bootstrap_t v3;
+    HN_CHECK(as_v3(ops, given_version(ops), "given by the caller", &v3));
+    return create(&v3, params, NULL, "given by the caller", 0, out);
+}
+
+hidet_nccl_status_t hidet_nccl_bootstrap_create_v2(const hidet_nccl_bootstrap_v2_t *ops, const void *params,
+                                                   hidet_nccl_bootstrap_h *out) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(ops);
+    HN_CHECK_NOT_NULL(out);
+    *out = NULL;
+    hidet_nccl_bootstrap_t v3;
+    HN_CHECK(as_v3(ops, HIDET_NCCL_BOOTSTRAP_API_VERSION_V2, "version 2, given by the caller", &v3));
+    return create(&v3, params, NULL, "version 2, given by the caller", 0, out);
 }
 
 hidet_nccl_status_t hidet_nccl__bootstrap_create_timed(const hidet_nccl_bootstrap_t *ops, const void *params,
                                                        double timeout_s, hidet_nccl_bootstrap_h *out) {
-    HN_CHECK(check_v2(ops, "built in"));
-    return create(ops, params, NULL, "built in", timeout_s, out);
+    hidet_nccl_bootstrap_t v3;
+    HN_CHECK(as_v3(ops, HIDET_NCCL_BOOTSTRAP_API_VERSION, "built in", &v3));
+    return create(&v3, params, NULL, "built in", timeout_s, out);
 }
 
 hidet_nccl_status_t hidet_nccl_bootstrap_create_v1(const hidet_nccl_bootstrap_v1_t *ops, const void *params,
@@ -144,26 +183,35 @@ hidet_nccl_status_t hidet_nccl_bootstrap_load(const char *path, const void *para
                        e ? e : "dlopen failed");
     }
     hidet_nccl_status_t st;
-    const hidet_nccl_bootstrap_t *v2 = dlsym(h, HIDET_NCCL_BOOTSTRAP_SYMBOL_V2);
-    const hidet_nccl_bootstrap_v1_t *v1 = v2 ? NULL : dlsym(h, HIDET_NCCL_BOOTSTRAP_SYMBOL_V1);
-    if (v2 != NULL) {
-        st = check_v2(v2, path);
-        if (st == HIDET_NCCL_SUCCESS) st = create(v2, params, h, path, 0, out);
+    const void *v3 = dlsym(h, HIDET_NCCL_BOOTSTRAP_SYMBOL_V3);
+    const void *v2 = v3 ? NULL : dlsym(h, HIDET_NCCL_BOOTSTRAP_SYMBOL_V2);
+    const hidet_nccl_bootstrap_v1_t *v1 = v3 || v2 ? NULL : dlsym(h, HIDET_NCCL_BOOTSTRAP_SYMBOL_V1);
+    hidet_nccl_bootstrap_t ops;
+    if (v3 != NULL || v2 != NULL) {
+        if (v3 == NULL)
+            HN_INFO("bootstrap plug-in %s has no %s; using its %s (it cannot recover after a rank died)", path,
+                    HIDET_NCCL_BOOTSTRAP_SYMBOL_V3, HIDET_NCCL_BOOTSTRAP_SYMBOL_V2);
+        st = as_v3(v3 ? v3 : v2, v3 ? HIDET_NCCL_BOOTSTRAP_API_VERSION : HIDET_NCCL_BOOTSTRAP_API_VERSION_V2, path,
+                   &ops);
+        if (st == HIDET_NCCL_SUCCESS) st = create(&ops, params, h, path, 0, out);
     } else if (v1 != NULL) {
-        HN_INFO("bootstrap plug-in %s has no %s; using its %s through the version 1 adapter", path,
-                HIDET_NCCL_BOOTSTRAP_SYMBOL_V2, HIDET_NCCL_BOOTSTRAP_SYMBOL_V1);
+        HN_INFO("bootstrap plug-in %s has no %s nor %s; using its %s through the version 1 adapter", path,
+                HIDET_NCCL_BOOTSTRAP_SYMBOL_V3, HIDET_NCCL_BOOTSTRAP_SYMBOL_V2, HIDET_NCCL_BOOTSTRAP_SYMBOL_V1);
         st = create_v1(v1, params, h, path, out);
     } else {
-        st = HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "bootstrap plug-in %s exports neither %s nor %s", path,
-                     HIDET_NCCL_BOOTSTRAP_SYMBOL_V2, HIDET_NCCL_BOOTSTRAP_SYMBOL_V1);
+        st = HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "bootstrap plug-in %s exports none of %s, %s and %s", path,
+                     HIDET_NCCL_BOOTSTRAP_SYMBOL_V3, HIDET_NCCL_BOOTSTRAP_SYMBOL_V2, HIDET_NCCL_BOOTSTRAP_SYMBOL_V1);
     }
     if (st != HIDET_NCCL_SUCCESS) dlclose(h);
     return st;
 }
 
+void hidet_nccl__bootstrap_keep(hidet_nccl_bootstrap_h bs) { atomic_fetch_add(&bs->refs, 1); }
+
 hidet_nccl_status_t hidet_nccl_bootstrap_destroy(hidet_nccl_bootstrap_h bs) {
     HN_ENTER();
     if (bs == NULL) return HIDET_NCCL_SUCCESS;
+    if (atomic_fetch_sub(&bs->refs, 1) > 1) return HIDET_NCCL_SUCCESS; /* a communicator still keeps it */
     char msg[BACKEND_MSG] = "";
     hidet_nccl_status_t st = bs->ops.finalize(bs->state, msg, sizeof msg);
     if (st != HIDET_NCCL_SUCCESS) st = backend_fail(bs->ops.name, "finalize", st, msg);
@@ -218,6 +266,7 @@ hidet_nccl_status_t hidet_nccl_bootstrap_local_rank(hidet_nccl_bootstrap_h bs, i
 
 hidet_nccl_status_t hidet_nccl__bootstrap_broadcast(hidet_nccl_bootstrap_h bs, void *buf, size_t bytes, int root,
                                                     double timeout_s) {
+    if (bs->left_out) return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "%s", bs->left_why);
     char msg[BACKEND_MSG] = "";
     uint64_t tag = bs->next_tag++;
     hidet_nccl_status_t st = bs->ops.broadcast(bs->state, buf, bytes, root, tag, timeout_s, msg, sizeof msg);
@@ -227,6 +276,7 @@ hidet_nccl_status_t hidet_nccl__bootstrap_broadcast(hidet_nccl_bootstrap_h bs, v
 
 hidet_nccl_status_t hidet_nccl__bootstrap_allgather(hidet_nccl_bootstrap_h bs, const void *send, void *recv,
                                                     size_t bytes, double timeout_s) {
+    if (bs->left_out) return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "%s", bs->left_why);
     int rank, size; /* the contract's limit, for the library's own calls as for the caller's */
     HN_CHECK(hidet_nccl__bootstrap_rank(bs, &rank, &size));
     if (bytes > ALLGATHER_MAX / (size_t)size)

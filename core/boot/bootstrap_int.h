@@ -2,6 +2,8 @@
 #ifndef HIDET_NCCL_CORE_BOOT_BOOTSTRAP_INT_H_
 #define HIDET_NCCL_CORE_BOOT_BOOTSTRAP_INT_H_
 
+#include <stdatomic.h>
+
 #include "core/base/kit.h"
 #include "hidet_nccl/bootstrap.h"
 
@@ -10,7 +12,16 @@ struct hidet_nccl_bootstrap {
     void *state;
     void *dl_handle; /* a loaded plug-in, closed by destroy */
     uint64_t next_tag;
+    atomic_int refs;  /* the caller's, and one per communicator that keeps it for recovery */
+    atomic_int busy;  /* a recovery round is under way (core/boot/bootstrap_recover.c) */
+    uint64_t epoch;   /* recoveries done; tags restart at epoch << 32 after each */
+    int left_out;     /* a recovery left this rank out: only destroy is taken */
+    char left_why[256];
 };
+
+/* One more holder of bs (a communicator kept for recovery); hidet_nccl_bootstrap_destroy drops
+ * one, and the last finalizes. */
+void hidet_nccl__bootstrap_keep(hidet_nccl_bootstrap_h bs);
 
 /* hidet_nccl_bootstrap_create with init's deadline timeout_s (0: $HIDET_NCCL_TIMEOUT). */
 hidet_nccl_status_t hidet_nccl__bootstrap_create_timed(const hidet_nccl_bootstrap_t *ops, const void *params,

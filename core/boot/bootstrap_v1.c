@@ -1,4 +1,4 @@
-/* Version 1 bootstrap plug-ins seen as version 2, as NCCL adapts its older net plug-ins:
+/* Version 1 bootstrap plug-ins seen as the newest version (without recovery), as NCCL adapts its older net plug-ins:
  * init without args, the plug-in's own sequence numbers, and an allgather made of one
  * broadcast from each rank in turn when the plug-in has none. */
 #include <stdlib.h>
@@ -81,4 +81,6 @@ const hidet_nccl_bootstrap_t hidet_nccl__bootstrap_v1_adapter = {
     .broadcast = a_broadcast,
     .allgather = a_allgather,
     .finalize = a_finalize,
+    .recover = NULL,
+    .recover_unsupported = "it is a version 1 plug-in (recovery came with version 3)",
 };

@@ -8,10 +8,11 @@
  * (hidet_nccl/bootstrap_mpi.h, in libhidet_nccl_mpi.a). Your own can be passed directly (hidet_nccl_bootstrap_create) or
  * named as a shared object (hidet_nccl_bootstrap_load, or HIDET_NCCL_BOOTSTRAP=/path/libmine.so).
  *
- * Versions: this header describes version 2 (hidet_nccl_bootstrap_v2_t, exported as
- * HIDET_NCCL_BOOTSTRAP_SYMBOL_V2). Version 1 plug-ins keep working: a shared object is
- * searched for the v2 symbol, then the v1 one, and a v1 plug-in is adapted to v2 (its
- * optional allgather, when absent, is done as one broadcast from each rank in turn).
+ * Versions: this header describes version 3 (hidet_nccl_bootstrap_v3_t, exported as
+ * HIDET_NCCL_BOOTSTRAP_SYMBOL_V3): version 2 and a recovery round after a rank died. Versions 2
+ * and 1 keep working: a shared object is searched for the v3 symbol, then v2, then v1; a v2
+ * plug-in is a v3 one that cannot recover, and a v1 plug-in is adapted (its optional
+ * allgather, when absent, is done as one broadcast from each rank in turn).
  */
 #ifndef HIDET_NCCL_BOOTSTRAP_H_
 #define HIDET_NCCL_BOOTSTRAP_H_
@@ -26,10 +27,12 @@ extern "C" {
 #endif
 
 /* The newest plug-in API version, the one this header's hidet_nccl_bootstrap_t has. */
-#define HIDET_NCCL_BOOTSTRAP_API_VERSION 2
+#define HIDET_NCCL_BOOTSTRAP_API_VERSION 3
+#define HIDET_NCCL_BOOTSTRAP_API_VERSION_V2 2
 #define HIDET_NCCL_BOOTSTRAP_API_VERSION_V1 1
 
-/* The symbols a plug-in shared object exports: const hidet_nccl_bootstrap_v2_t (or _v1_t). */
+/* The symbols a plug-in shared object exports: const hidet_nccl_bootstrap_v3_t (or _v2_t, _v1_t). */
+#define HIDET_NCCL_BOOTSTRAP_SYMBOL_V3 "hidet_nccl_bootstrap_v3"
 #define HIDET_NCCL_BOOTSTRAP_SYMBOL_V2 "hidet_nccl_bootstrap_v2"
 #define HIDET_NCCL_BOOTSTRAP_SYMBOL_V1 "hidet_nccl_bootstrap_v1"
 
@@ -87,8 +90,49 @@ typedef struct {
     hidet_nccl_status_t (*finalize)(void *state, char *msg, size_t msg_bytes);
 } hidet_nccl_bootstrap_v2_t;
 
+/*
+ * Version 3: version 2's members, in the same order, then a recovery round. recover may be NULL
+ * (the bootstrap cannot go on after a rank died: hidet_nccl_bootstrap_recover and
+ * hidet_nccl_comm_recover over it fail at once with recover_unsupported, its reason).
+ */
+typedef struct {
+    const char *name;
+    int api_version; /* HIDET_NCCL_BOOTSTRAP_API_VERSION (3) */
+    hidet_nccl_status_t (*init)(const void *params, const hidet_nccl_bootstrap_init_args_t *args, void **state,
+                                char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*rank_size)(void *state, int *rank, int *size, char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*local_rank)(void *state, int *local_rank, int *local_size, char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*broadcast)(void *state, void *buf, size_t bytes, int root, uint64_t tag,
+                                     double timeout_s, char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*allgather)(void *state, const void *send, void *recv, size_t bytes, uint64_t tag,
+                                     double timeout_s, char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*finalize)(void *state, char *msg, size_t msg_bytes);
+    /* Optional (NULL: cannot recover). Collective over the ranks still alive, each calling it
+     * after it learned of a failure (its communicator failed, a bootstrap step failed).
+     *   epoch:     1 for the first recovery of this bootstrap, then 2, ...: the same on every
+     *              survivor (the library counts); keeps rounds apart.
+     *   wait_s:    how long one decider (the backend's: a rendezvous service outside the ranks,
+     *              or the lowest live rank) waits for ranks that have neither joined the round nor
+     *              are known dead (a closed connection, a local process gone); it decides as soon
+     *              as every rank has joined or is known dead, at the latest after wait_s.
+     *   timeout_s: the whole call's deadline (> wait_s): HIDET_NCCL_ERROR_TIMEOUT after it.
+     *   kept:      out, one entry per rank of the numbering before the call: 1 for each rank in
+     *              the set the decider named (the ranks that joined before it decided), else 0.
+     * Every rank of the set gets the same set and HIDET_NCCL_SUCCESS; from then on rank_size gives
+     * its place among them (numbered in the old order) and their number, and broadcast and
+     * allgather go among them (their tags restart at epoch << 32). A rank that joins after the
+     * decision, or that the decider did not take, gets HIDET_NCCL_ERROR_BOOTSTRAP saying it was
+     * left out and which ranks went on; after that only finalize is called. A pending broadcast
+     * or allgather on a rank that has not yet seen the failure should end with an error as soon
+     * as the backend knows of it. What the dead ranks left (files, connections) goes. */
+    hidet_nccl_status_t (*recover)(void *state, uint64_t epoch, double wait_s, double timeout_s, unsigned char *kept,
+                                   char *msg, size_t msg_bytes);
+    /* Why this bootstrap cannot recover, for the message when recover is NULL (may be NULL). */
+    const char *recover_unsupported;
+} hidet_nccl_bootstrap_v3_t;
+
 /* The newest version, what new plug-ins implement. */
-typedef hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_t;
+typedef hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_t;
 
 /* Version 1, still loaded: init gets no args (no deadline, no hints), allgather optional. */
 typedef struct {
@@ -109,21 +153,27 @@ typedef struct {
 typedef struct hidet_nccl_bootstrap *hidet_nccl_bootstrap_h;
 
 /* Checks ops (name, version, every member) and calls ops->init(params, args) with the
- * deadline ($HIDET_NCCL_TIMEOUT) and the launcher's rank hints. ops must outlive the handle. */
+ * deadline ($HIDET_NCCL_TIMEOUT) and the launcher's rank hints. ops must outlive the handle.
+ * A struct whose api_version is 2 is read as a version 2 one (no recover). */
 hidet_nccl_status_t hidet_nccl_bootstrap_create(const hidet_nccl_bootstrap_t *ops, const void *params,
                                                 hidet_nccl_bootstrap_h *out);
+/* The same for a version 2 plug-in (it cannot recover). */
+hidet_nccl_status_t hidet_nccl_bootstrap_create_v2(const hidet_nccl_bootstrap_v2_t *ops, const void *params,
+                                                   hidet_nccl_bootstrap_h *out);
 /* The same for a version 1 plug-in, adapted to version 2. */
 hidet_nccl_status_t hidet_nccl_bootstrap_create_v1(const hidet_nccl_bootstrap_v1_t *ops, const void *params,
                                                    hidet_nccl_bootstrap_h *out);
-/* dlopens path, takes its HIDET_NCCL_BOOTSTRAP_SYMBOL_V2 (else its _V1), then as
- * bootstrap_create (or _create_v1). */
+/* dlopens path, takes its HIDET_NCCL_BOOTSTRAP_SYMBOL_V3 (else its _V2, else its _V1), then as
+ * bootstrap_create (or _create_v2, _create_v1). */
 hidet_nccl_status_t hidet_nccl_bootstrap_load(const char *path, const void *params, hidet_nccl_bootstrap_h *out);
 /* From the environment: HIDET_NCCL_BOOTSTRAP=file, socket or pmix, or a plug-in path; unset:
  * the file backend when a rendezvous directory is set (by hidet-nccl-run, or by the user under
  * Slurm), else the socket backend when $MASTER_ADDR is (hidet-nccl-run --nnodes, torchrun),
  * else the PMIx backend when a PMIx launcher started the process ($PMIX_NAMESPACE). */
 hidet_nccl_status_t hidet_nccl_bootstrap_from_env(hidet_nccl_bootstrap_h *out);
-/* Finalizes the backend and frees the handle. NULL is a no-op. */
+/* Finalizes the backend and frees the handle. NULL is a no-op. A communicator made over a
+ * bootstrap that can recover keeps it (for hidet_nccl_comm_recover) until the communicator
+ * is destroyed: then the last of them finalizes it. */
 hidet_nccl_status_t hidet_nccl_bootstrap_destroy(hidet_nccl_bootstrap_h bs);
 
 hidet_nccl_status_t hidet_nccl_bootstrap_name(hidet_nccl_bootstrap_h bs, const char **name);
@@ -137,6 +187,20 @@ hidet_nccl_status_t hidet_nccl_bootstrap_broadcast(hidet_nccl_bootstrap_h bs, vo
  * as broadcast's. */
 hidet_nccl_status_t hidet_nccl_bootstrap_allgather(hidet_nccl_bootstrap_h bs, const void *send, void *recv,
                                                    size_t bytes, double timeout_s);
+
+/* A recovery round (collective over the ranks still alive; see recover in
+ * hidet_nccl_bootstrap_v3_t): one decider names the survivors, the same on every one of them,
+ * and from then on the bootstrap's ranks are theirs, renumbered in the old order.
+ * timeout_s: the whole call (0: $HIDET_NCCL_TIMEOUT's; negative, NaN, infinite or past 1e7:
+ * INVALID_ARGUMENT); the decider waits at most half of it for ranks neither in the round nor
+ * known dead. kept (may be NULL): one entry per rank of the numbering before the call, 1 for each
+ * rank that goes on; *n_kept (may be NULL): their number. Errors: the bootstrap cannot recover
+ * (HIDET_NCCL_ERROR_UNSUPPORTED with its reason: MPI, PMIx, version 1 and 2 plug-ins); a round
+ * under way on another thread (HIDET_NCCL_ERROR_INVALID_USAGE); this rank was left out
+ * (HIDET_NCCL_ERROR_BOOTSTRAP), the deadline (HIDET_NCCL_ERROR_TIMEOUT) or any other failure of
+ * the round: the others may have gone on without this rank, so the handle then takes only
+ * destroy (every other call says why). */
+hidet_nccl_status_t hidet_nccl_bootstrap_recover(hidet_nccl_bootstrap_h bs, double timeout_s, int *kept, int *n_kept);
 
 /* ---------------------------------------------------------------- size-versioned structs
  *
@@ -171,9 +235,10 @@ typedef struct {
     { sizeof(hidet_nccl_file_bootstrap_params_t), NULL, NULL, -1, -1, -1, -1 }
 
 /* The file backend as a plug-in struct (name "file"). */
-extern const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_file_v2;
+extern const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_file_v3;
+#define hidet_nccl_bootstrap_file_v2 hidet_nccl_bootstrap_file_v3 /* its name before version 3 */
 
-/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_file_v2, params, out). */
+/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_file_v3, params, out). */
 hidet_nccl_status_t hidet_nccl_bootstrap_file(const hidet_nccl_file_bootstrap_params_t *params,
                                               hidet_nccl_bootstrap_h *out);
 
@@ -192,9 +257,10 @@ hidet_nccl_status_t hidet_nccl_bootstrap_file(const hidet_nccl_file_bootstrap_pa
  * bootstrap and finalized when the process exits (atexit), not when a bootstrap is
  * destroyed: a process that finalizes PMIx leaves its job's collectives for good.
  */
-extern const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_pmix_v2;
+extern const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_pmix_v3;
+#define hidet_nccl_bootstrap_pmix_v2 hidet_nccl_bootstrap_pmix_v3 /* its name before version 3 */
 
-/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_pmix_v2, NULL, out). */
+/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_pmix_v3, NULL, out). */
 hidet_nccl_status_t hidet_nccl_bootstrap_pmix(hidet_nccl_bootstrap_h *out);
 
 /* ---------------------------------------------------------------- the socket backend */
@@ -233,9 +299,10 @@ typedef struct {
     { sizeof(hidet_nccl_socket_bootstrap_params_t), NULL, -1, NULL, -1, -1, -1, -1 }
 
 /* The socket backend as a plug-in struct (name "socket"). */
-extern const hidet_nccl_bootstrap_v2_t hidet_nccl_bootstrap_socket_v2;
+extern const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_socket_v3;
+#define hidet_nccl_bootstrap_socket_v2 hidet_nccl_bootstrap_socket_v3 /* its name before version 3 */
 
-/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_socket_v2, params, out). */
+/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_socket_v3, params, out). */
 hidet_nccl_status_t hidet_nccl_bootstrap_socket(const hidet_nccl_socket_bootstrap_params_t *params,
                                                 hidet_nccl_bootstrap_h *out);
 
