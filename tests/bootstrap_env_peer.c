@@ -68,6 +68,12 @@ int main(int argc, char **argv) {
     if (strcmp(backend, "pmix") == 0)
         CHECK(local_size == env_int("HIDET_NCCL_LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS"));
     rounds(bs, r, size);
+    if (strcmp(backend, "pmix") == 0) { /* no recovery over PMIx: refused at once, saying why; still usable */
+        int n_kept = -1;
+        CHECK(hidet_nccl_bootstrap_recover(bs, 30, NULL, &n_kept) == HIDET_NCCL_ERROR_UNSUPPORTED &&
+              strstr(hidet_nccl_last_error(), "PMIx fence") != NULL && n_kept == -1);
+        rounds(bs, r, size);
+    }
     CHECK(hidet_nccl_bootstrap_destroy(bs) == HIDET_NCCL_SUCCESS);
     /* A second bootstrap (what a second hidet_nccl_init does), named explicitly. */
     setenv("HIDET_NCCL_BOOTSTRAP", backend, 1);

@@ -17,6 +17,8 @@
       "seconds any wait (bootstrap, init, split, group end, comm_wait's default) may last") \
     X(NONBLOCKING, "HIDET_NCCL_NONBLOCKING", BOOL, "0", 0, 1, \
       "1: NCCL-non-blocking communicators (abortable at any point, slower small collectives)") \
+    X(RECOVER_REBUILD, "HIDET_NCCL_RECOVER_REBUILD", BOOL, "0", 0, 1, \
+      "1: hidet_nccl_comm_recover always rebuilds from the survivors (a new id), never asks NCCL to shrink") \
     X(BOOTSTRAP, "HIDET_NCCL_BOOTSTRAP", STRING, NULL, 0, 0, \
       "bootstrap of hidet_nccl_init: a built-in name (file, socket, pmix) or a plug-in path; unset: chosen from the" \
       " environment") \

@@ -47,12 +47,16 @@ static hidet_nccl_status_t check_plugin(const char *name, int version, int expec
     return HIDET_NCCL_SUCCESS;
 }
 
-/* Versions 3 and 2 share their first members (recover, of 3 only, may be NULL). */
+/* Versions 3 and 2 share their first members (recover, of 3 only, may be NULL). A version 2
+ * struct rebuilt against this header with HIDET_NCCL_BOOTSTRAP_API_VERSION says 3: as a v2 struct
+ * (the v2 symbol, create_v2) it is still read as version 2. */
 static hidet_nccl_status_t check_v2(const hidet_nccl_bootstrap_v2_t *ops, int version, const char *where) {
     const member_t m[] = {{"init", ops->init != NULL},           {"rank_size", ops->rank_size != NULL},
                           {"local_rank", ops->local_rank != NULL}, {"broadcast", ops->broadcast != NULL},
                           {"allgather", ops->allgather != NULL},   {"finalize", ops->finalize != NULL}};
-    return check_plugin(ops->name, ops->api_version, version, m, 6, where);
+    int says = ops->api_version;
+    if (version == HIDET_NCCL_BOOTSTRAP_API_VERSION_V2 && says == HIDET_NCCL_BOOTSTRAP_API_VERSION) says = version;
+    return check_plugin(ops->name, says, version, m, 6, where);
 }
 
 /* ops as the newest version: a version 3 struct as it is, a version 2 one (api_version 2: only

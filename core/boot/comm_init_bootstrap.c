@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/boot/bootstrap_int.h"
+#include "core/boot/comm_bootstrap_int.h"
 #include "core/comm/comm_init_int.h"
 #include "core/nccl/cuda_int.h"
 #include "core/comm/device_select_int.h"
@@ -144,6 +145,15 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", why);
     double timeout;
     HN_CHECK(hidet_nccl__deadline_seconds(opt.timeout_s, "options->timeout_s", &timeout));
+    const hn_nccl_t *n;
+    HN_CHECK(hidet_nccl__nccl(&n));
+    hn_knobs_t knobs;
+    HN_CHECK(hidet_nccl__knobs_from(n, &opt, &knobs));
+    return hidet_nccl__comm_init_knobs(bs, opt.device, timeout, &knobs, comm_id);
+}
+
+hidet_nccl_status_t hidet_nccl__comm_init_knobs(hidet_nccl_bootstrap_h bs, int device_choice, double timeout,
+                                                const hn_knobs_t *knobs, int *comm_id) {
     double start = hidet_nccl__now();
     int rank, size, local_rank = -1, local_size = -1;
     HN_CHECK(hidet_nccl__bootstrap_rank(bs, &rank, &size));
@@ -151,10 +161,8 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
     hidet_nccl__log_set_rank(rank);
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));
-    hn_knobs_t knobs;
-    HN_CHECK(hidet_nccl__knobs_from(n, &opt, &knobs));
     int device;
-    HN_CHECK(hidet_nccl__select_device(opt.device, local_rank, &device));
+    HN_CHECK(hidet_nccl__select_device(device_choice, local_rank, &device));
     double placed = hidet_nccl__now();
     HN_CHECK(check_placement(bs, rank, size, device, timeout));
     double checked = hidet_nccl__now();
@@ -167,9 +175,10 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
     double spread = hidet_nccl__now();
     double remaining = timeout - (spread - start);
     if (remaining < 1) remaining = 1;
-    if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__init_rank(size, ids, nroots, rank, remaining, &knobs, comm_id);
+    if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__init_rank(size, ids, nroots, rank, remaining, knobs, comm_id);
     free(ids);
     if (st != HIDET_NCCL_SUCCESS) return st;
+    hidet_nccl__comm_keep_bootstrap(*comm_id, bs, device);
     double end = hidet_nccl__now();
     HN_INFO("comm_init through bootstrap '%s': rank %d of %d on GPU %d ready in %.3f s (id %d, %d root%s): rank and "
             "GPU %.2f ms, placement check %.2f ms, ids %.2f ms, NCCL init %.2f ms",

@@ -94,7 +94,7 @@ hidet_nccl_status_t hidet_nccl_comm_destroy(int comm_id) {
     HN_ENTER();
     hn_slot_t slot;
     HN_CHECK(hidet_nccl__registry_get(comm_id, 1, &slot));
-    hidet_nccl__comm_drop(comm_id, slot.failed); /* its registrations and siblings first */
+    hidet_nccl__comm_drop(comm_id, slot.failed ? 2 : 0); /* its registrations and siblings first */
     return hidet_nccl__destroy_id(comm_id);
 }
 

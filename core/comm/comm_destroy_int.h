@@ -11,8 +11,9 @@ hidet_nccl_status_t hidet_nccl__destroy_id(int comm_id);
 /* What a layer above keeps per communicator goes before the communicator does: it gives its
  * dropper here (once; the same pair again is kept once; at most 4) before it first keeps
  * something. comm(id, abandon) runs before communicator id is destroyed (abandon 0) or
- * aborted (abandon 1: its peers may be gone); all() at finalize, before any communicator is
- * released. */
+ * aborted, its peers may be gone: abandon 1 after a failure or hidet_nccl_comm_abort (the id
+ * may still be recovered), 2 destroyed by the caller after it failed; all() at finalize,
+ * before any communicator is released. */
 void hidet_nccl__at_comm_drop(void (*comm)(int comm_id, int abandon), void (*all)(void));
 /* Runs every dropper's comm(comm_id, abandon). */
 void hidet_nccl__comm_drop(int comm_id, int abandon);

@@ -231,6 +231,21 @@ hidet_nccl_status_t hidet_nccl__registry_coll(int id, hn_slot_t *out) {
     return st;
 }
 
+void hidet_nccl__registry_set_origin(int id, int from_id, const char *how) {
+    pthread_mutex_lock(&g_lock);
+    if (id >= 0 && id < g_count && from_id >= 0 && from_id < g_count && g_slots[id].live) {
+        slot_t *s = &g_slots[id];
+        if (!s->trace_tried) { /* made now, to carry where it came from */
+            s->trace_tried = 1;
+            s->trace = hidet_nccl__trace_new(s->key);
+            if (s->kind == KIND_OWNED) hidet_nccl__trace_set_place(s->trace, s->rank, s->nranks);
+        }
+        hidet_nccl__trace_set_origin(s->trace, g_slots[from_id].key, how);
+        s->policy = g_slots[from_id].policy;
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
 hidet_nccl_status_t hidet_nccl__registry_lookup(int id, ncclComm_t *comm, int *owned, int *nranks) {
     hn_slot_t s;
     HN_CHECK(hidet_nccl__registry_get(id, 0, &s));

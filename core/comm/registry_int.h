@@ -63,6 +63,9 @@ hidet_nccl_status_t hidet_nccl__registry_child_key(int id, const char *how, int 
  * lock: state is "live", "failed" or "dead", why says why (may be ""); the flight recorder's
  * source of rings (hidet_nccl__trace_set_source). */
 void hidet_nccl__registry_each_trace(hn_trace_visit_fn fn, void *arg);
+/* id was made from from_id (a dead or failed id included) by how (a static word: "recover"): its
+ * flight recorder ring names from_id's key, and it takes from_id's error policy. */
+void hidet_nccl__registry_set_origin(int id, int from_id, const char *how);
 /* The error policy of a live id. */
 hidet_nccl_status_t hidet_nccl__registry_policy(int id, hidet_nccl_error_policy_t *policy);
 /* Empties the table (and frees the recorder rings). *slots (malloc'ed, caller frees) lists the n live slots. */

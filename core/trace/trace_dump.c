@@ -65,6 +65,7 @@ void hidet_nccl__trace_write(FILE *f, int id, const hn_trace_t *t, const char *s
     put_string(f, state);
     fprintf(f, ",\"why\":");
     put_string(f, why);
+    if (t->how != NULL) fprintf(f, ",\"from\":\"%08x\",\"how\":\"%s\"", (unsigned)t->from_key, t->how);
     fprintf(f, ",\"next_seq\":%llu,\"entries\":%u,\"completion\":%s}\n", (unsigned long long)next,
             (unsigned)t->entries, t->events != NULL ? "true" : "false");
     for (uint64_t seq = first; seq < next; seq++) {

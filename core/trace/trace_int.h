@@ -19,6 +19,9 @@ hn_trace_t *hidet_nccl__trace_new(uint32_t key);
 void hidet_nccl__trace_free(hn_trace_t *t);
 /* This rank and the number of ranks, for the dump (-1: unknown). */
 void hidet_nccl__trace_set_place(hn_trace_t *t, int rank, int nranks);
+/* The communicator t's was made from (its key) and how (a static word: "recover"), for the
+ * dump; NULL t: nothing. */
+void hidet_nccl__trace_set_origin(hn_trace_t *t, uint32_t from_key, const char *how);
 
 /* Keys: the same on every rank of one communicator. From the unique id of an init; from the
  * parent's key, the ordinal of the child and how it was made (split color, shrink). */

@@ -75,6 +75,12 @@ void hidet_nccl__trace_free(hn_trace_t *t) {
     free(t);
 }
 
+void hidet_nccl__trace_set_origin(hn_trace_t *t, uint32_t from_key, const char *how) {
+    if (t == NULL) return;
+    t->from_key = from_key;
+    t->how = how;
+}
+
 void hidet_nccl__trace_set_place(hn_trace_t *t, int rank, int nranks) {
     if (t == NULL) return;
     t->rank = rank;

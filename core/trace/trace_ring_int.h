@@ -35,6 +35,8 @@ struct hn_trace {
     _Atomic uint64_t next; /* the next sequence number */
     uint32_t entries;
     uint32_t key;
+    uint32_t from_key; /* the communicator it was made from, when how is set */
+    const char *how;   /* a static word ("recover"), or NULL */
     int rank, nranks;
     cudaEvent_t *events; /* one per entry, or NULL */
     hn_trace_entry_t e[];

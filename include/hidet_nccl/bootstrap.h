@@ -351,6 +351,34 @@ typedef struct {
 hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_nccl_init_options_t *options,
                                          int *comm_id);
 
+/*
+ * Survivors of a dead rank go on (docs/recovery.md). Collective over the ranks still alive of
+ * a communicator made over a bootstrap (hidet_nccl_comm_init, hidet_nccl_init, or an earlier
+ * recovery), each calling it after the communicator failed on it (hidet_nccl_comm_wait or
+ * comm_check returned an NCCL error or a timeout, or NCCL reports one now):
+ * 1. the bootstrap's recovery round: its one decider (the launcher's socket rendezvous, or the
+ *    lowest live rank in the rendezvous directory) names the survivors, the same on each;
+ * 2. the survivors shrink the old communicator (ncclCommShrink with NCCL_SHRINK_ABORT, NCCL
+ *    2.27) when every one of them finds NCCL without an error of its own on it (a transport that
+ *    saw the peer die makes NCCL refuse), else they rebuild: a fresh id over the bootstrap, and a
+ *    new communicator on the old one's GPU with its knobs (HIDET_NCCL_RECOVER_REBUILD=1: always).
+ * *new_id: the survivors' communicator, ranks numbered in the old order; it keeps the old one's
+ * error policy and its flight recorder names the old one's key ("from", "how": "recover").
+ * *n_lost (may be NULL): ranks left behind. The old id stays failed (collectives refused): destroy
+ * it; its registrations of library memory stay with it (the memory itself is fine): register
+ * the buffers again on *new_id. timeout_s: the whole call (0: $HIDET_NCCL_TIMEOUT's; negative,
+ * NaN, infinite: INVALID_ARGUMENT); the decider waits at most half of it for a rank that is alive
+ * but has not joined, which is then left out (and told so when it comes): give it more than your
+ * comm_wait deadline, so survivors still waiting for the dead rank join in time.
+ * Errors, nothing done: INVALID_USAGE for a communicator that has not failed, one recovered
+ * already (the message names into which id), one under recovery on another thread, a borrowed
+ * one, one made by init_rank, init_all, split or shrink (recover the one it came from), a call
+ * inside a group; UNSUPPORTED when its bootstrap cannot recover (MPI, PMIx, plug-ins before
+ * version 3: the reason is in the message). Errors of the round (this rank left out, the
+ * deadline) or of the shrink/rebuild leave the old id failed and the bootstrap out of use.
+ */
+hidet_nccl_status_t hidet_nccl_comm_recover(int comm_id, double timeout_s, int *new_id, int *n_lost);
+
 /* The zero-argument start: hidet_nccl_bootstrap_from_env, hidet_nccl_comm_init with the
  * defaults, bootstrap released. The same binary works under hidet-nccl-run and under Slurm
  * (with HIDET_NCCL_RENDEZVOUS_DIR on a shared file system). MPI programs: hidet_nccl_mpi_init. */

@@ -47,6 +47,16 @@ int main(int argc, char **argv) {
     check_broadcast(bs, MPI_COMM_WORLD, &second);
     CHECK(memcmp(&first, &second, sizeof first) != 0); /* every round a fresh id */
 
+    /* No recovery over MPI (without ULFM a dead rank ends the job): refused at once, saying why,
+     * and the bootstrap still works. */
+    int kept[64], n_kept = -1;
+    double t0 = MPI_Wtime();
+    CHECK(hidet_nccl_bootstrap_recover(bs, 30, kept, &n_kept) == HIDET_NCCL_ERROR_UNSUPPORTED);
+    CHECK(strstr(hidet_nccl_last_error(), "ULFM") != NULL && strstr(hidet_nccl_last_error(), "hidet-nccl-run") != NULL);
+    CHECK(MPI_Wtime() - t0 < 1.0 && n_kept == -1);
+    ncclUniqueId after;
+    check_broadcast(bs, MPI_COMM_WORLD, &after);
+
     /* A sub-communicator: even and odd ranks. Each half gets its own fresh id. */
     MPI_Comm half;
     MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &half);

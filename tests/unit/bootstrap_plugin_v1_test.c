@@ -145,11 +145,13 @@ static void test_plugin_from_shared_object(void) {
     const char *name;
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_name(bs, &name), HIDET_NCCL_SUCCESS, NULL);
     CU_ASSERT_STRING_EQUAL(name, "loopback");
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_recover(bs, 5, NULL, NULL), HIDET_NCCL_ERROR_UNSUPPORTED,
+                     "bootstrap 'loopback' cannot recover after a rank died: it is a version 1 plug-in");
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_destroy(bs), HIDET_NCCL_SUCCESS, NULL);
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_load("/no/such/libplugin.so", NULL, &bs), HIDET_NCCL_ERROR_BOOTSTRAP,
                      "/no/such/libplugin.so could not be loaded");
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_load(g_no_symbol_so, NULL, &bs), HIDET_NCCL_ERROR_BOOTSTRAP,
-                     "exports neither hidet_nccl_bootstrap_v2 nor hidet_nccl_bootstrap_v1");
+                     "exports none of hidet_nccl_bootstrap_v3, hidet_nccl_bootstrap_v2 and hidet_nccl_bootstrap_v1");
 }
 
 static void test_plugin_from_environment(void) {

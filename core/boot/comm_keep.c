@@ -1,0 +1,130 @@
+/* The bootstrap each communicator made over one keeps for hidet_nccl_comm_recover: a table by
+ * id (ids are not reused before finalize), emptied through the dropper the communicator layer
+ * runs when an id goes. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/log_int.h"
+#include "core/base/status_int.h"
+#include "core/boot/bootstrap_int.h"
+#include "core/boot/comm_bootstrap_int.h"
+#include "core/comm/comm_destroy_int.h"
+
+typedef struct {
+    hn_comm_boot_t b;
+    int present;
+    int busy; /* taken by a recovery under way */
+} record_t;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static record_t *g_records;
+static int g_capacity;
+
+static void release(hidet_nccl_bootstrap_h bs) {
+    if (bs != NULL && hidet_nccl_bootstrap_destroy(bs) != HIDET_NCCL_SUCCESS)
+        HN_WARN("a bootstrap kept for recovery: %s", hidet_nccl__error_detail());
+}
+
+/* Destroyed healthy (0) or after it failed (2): its bootstrap goes. Aborted after a failure (1):
+ * kept, the id may still be recovered. A record under recovery is left to the recovery. */
+static void drop_one(int comm_id, int abandon) {
+    hidet_nccl_bootstrap_h bs = NULL;
+    pthread_mutex_lock(&g_lock);
+    if (comm_id >= 0 && comm_id < g_capacity && g_records[comm_id].present && !g_records[comm_id].busy &&
+        abandon != 1) {
+        bs = g_records[comm_id].b.bs;
+        g_records[comm_id].b.bs = NULL;
+        g_records[comm_id].present = 0;
+    }
+    pthread_mutex_unlock(&g_lock);
+    release(bs);
+}
+
+static void drop_all(void) {
+    pthread_mutex_lock(&g_lock);
+    record_t *records = g_records;
+    int n = g_capacity;
+    g_records = NULL;
+    g_capacity = 0;
+    pthread_mutex_unlock(&g_lock);
+    for (int i = 0; i < n; i++)
+        if (records[i].present) release(records[i].b.bs);
+    free(records);
+}
+
+/* g_records has room for comm_id; under the lock. */
+static int room_locked(int comm_id) {
+    if (comm_id < g_capacity) return 1;
+    int cap = g_capacity ? g_capacity : 16;
+    while (cap <= comm_id) cap *= 2;
+    record_t *r = realloc(g_records, (size_t)cap * sizeof *r);
+    if (r == NULL) return 0;
+    memset(r + g_capacity, 0, (size_t)(cap - g_capacity) * sizeof *r);
+    g_records = r;
+    g_capacity = cap;
+    return 1;
+}
+
+void hidet_nccl__comm_keep_bootstrap(int comm_id, hidet_nccl_bootstrap_h bs, int device) {
+    hidet_nccl__at_comm_drop(drop_one, drop_all);
+    hn_comm_boot_t b;
+    memset(&b, 0, sizeof b);
+    snprintf(b.name, sizeof b.name, "%s", bs->ops.name);
+    if (bs->ops.recover == NULL)
+        snprintf(b.why, sizeof b.why, "%s",
+                 bs->ops.recover_unsupported ? bs->ops.recover_unsupported : "it has no recover");
+    b.device = device;
+    b.recovered_into = -1;
+    pthread_mutex_lock(&g_lock);
+    int ok = comm_id >= 0 && room_locked(comm_id);
+    if (ok) {
+        if (bs->ops.recover != NULL) {
+            hidet_nccl__bootstrap_keep(bs);
+            b.bs = bs;
+        }
+        g_records[comm_id].b = b;
+        g_records[comm_id].present = 1;
+        g_records[comm_id].busy = 0;
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (!ok) HN_WARN("out of memory to keep the bootstrap of communicator id %d: it cannot be recovered", comm_id);
+}
+
+int hidet_nccl__comm_boot_take(int comm_id, hn_comm_boot_t *out) {
+    pthread_mutex_lock(&g_lock);
+    int rc = 0;
+    if (comm_id < 0 || comm_id >= g_capacity || !g_records[comm_id].present) rc = -1;
+    else if (g_records[comm_id].busy) rc = -2;
+    else if (g_records[comm_id].b.recovered_into >= 0) rc = -3;
+    if (rc == 0 || rc == -3) *out = g_records[comm_id].b;
+    if (rc == 0) g_records[comm_id].busy = 1;
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+void hidet_nccl__comm_boot_done(int comm_id, const hn_comm_boot_t *taken, int new_id) {
+    hidet_nccl_bootstrap_h spare = NULL;
+    pthread_mutex_lock(&g_lock);
+    record_t *old = &g_records[comm_id];
+    old->busy = 0;
+    if (new_id == -2) { /* nothing was done: the record stays as it was */
+        pthread_mutex_unlock(&g_lock);
+        return;
+    }
+    old->b.bs = NULL; /* the old id keeps no bootstrap either way */
+    spare = taken->bs;
+    if (new_id >= 0) {
+        old->b.recovered_into = new_id;
+        if (room_locked(new_id) && !g_records[new_id].present) { /* a shrink's: no record of its own yet */
+            g_records[new_id].b = *taken;
+            g_records[new_id].b.recovered_into = -1;
+            g_records[new_id].present = 1;
+            g_records[new_id].busy = 0;
+            spare = NULL;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    release(spare); /* a rebuild's init kept its own hold; a failed round's bootstrap is out of use */
+}
