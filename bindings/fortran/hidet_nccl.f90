@@ -229,6 +229,14 @@ module hidet_nccl
       integer(c_int), value, intent(in) :: flags
       integer(c_int), intent(out) :: new_id
     end function
+    integer(c_int) function hidet_nccl_comm_recover(comm_id, timeout_s, new_id, n_lost) &
+        bind(c, name="hidet_nccl_comm_recover")
+      import
+      integer(c_int), value, intent(in) :: comm_id
+      real(c_double), value, intent(in) :: timeout_s
+      integer(c_int), intent(out) :: new_id
+      integer(c_int), intent(out) :: n_lost
+    end function
     integer(c_int) function hidet_nccl_comm_revoke(comm_id) bind(c, name="hidet_nccl_comm_revoke")
       import
       integer(c_int), value, intent(in) :: comm_id
@@ -427,6 +435,21 @@ module hidet_nccl
       type(c_ptr), value, intent(in) :: ops
       type(c_ptr), value, intent(in) :: params
       type(c_ptr), intent(out) :: bs
+    end function
+    integer(c_int) function hidet_nccl_bootstrap_create_v2(ops, params, bs) &
+        bind(c, name="hidet_nccl_bootstrap_create_v2")
+      import
+      type(c_ptr), value, intent(in) :: ops
+      type(c_ptr), value, intent(in) :: params
+      type(c_ptr), intent(out) :: bs
+    end function
+    integer(c_int) function hidet_nccl_bootstrap_recover(bs, timeout_s, kept, n_kept) &
+        bind(c, name="hidet_nccl_bootstrap_recover")
+      import
+      type(c_ptr), value, intent(in) :: bs
+      real(c_double), value, intent(in) :: timeout_s
+      integer(c_int), dimension(*), intent(out) :: kept
+      integer(c_int), intent(out) :: n_kept
     end function
     integer(c_int) function hidet_nccl_bootstrap_load(path, params, bs) bind(c, name="hidet_nccl_bootstrap_load")
       import

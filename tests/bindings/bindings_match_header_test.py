@@ -47,6 +47,7 @@ FORTRAN_EXCEPTIONS = {
 FORTRAN_CONSTANT_EXCEPTIONS = {
     "HIDET_NCCL_VERSION_MAJOR", "HIDET_NCCL_VERSION_MINOR", "HIDET_NCCL_VERSION_PATCH",  # the C header's own
     "HIDET_NCCL_BOOTSTRAP_API_VERSION", "HIDET_NCCL_BOOTSTRAP_API_VERSION_V1",  # for plug-ins, written in C
+    "HIDET_NCCL_BOOTSTRAP_API_VERSION_V2",
 }
 # C functions outside the library that the Fortran module binds for its own helpers.
 FORTRAN_LIBC_HELPERS = {"strlen"}

@@ -222,6 +222,16 @@ class Communicator:
         """ncclCommRevoke: stops this rank's unfinished work; the communicator is then failed."""
         call("hidet_nccl_comm_revoke", self.id)
 
+    def recover(self, timeout_s=0.0):
+        """After this communicator failed (a peer died): the survivors agree on who is left
+        through its bootstrap and go on as a new communicator (shrunk, or rebuilt from a fresh
+        id). Returns (new Communicator, ranks lost); this one stays failed: destroy it.
+        docs/recovery.md."""
+        new_id, lost = ctypes.c_int(-1), ctypes.c_int(-1)
+        call("hidet_nccl_comm_recover", self.id, _check.real("timeout_s", timeout_s), ctypes.byref(new_id),
+             ctypes.byref(lost))
+        return Communicator(new_id.value), lost.value
+
     def destroy(self):
         call("hidet_nccl_comm_destroy", self.id)
 
