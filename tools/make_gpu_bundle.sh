@@ -7,6 +7,7 @@
 #   DIR/two_nodes.sh                    two fake nodes on one 2-GPU host (NET/Socket), every bootstrap
 #   DIR/fake_nodes.sh                   on a 1-GPU host: the checks that need two ranks, as two fake nodes
 #   DIR/buffer_targets.sh               library memory against raw NCCL's three modes, checked (issue 17)
+#   DIR/recover.sh DIR/bin file|socket  survivors of dead ranks go on (hidet_nccl_comm_recover), fake nodes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=${1:-gpu_bundle}
@@ -20,6 +21,7 @@ targets=(
     //tests:suite_gpu_test_file
     //tests:peer_death_gpu_test_mpi
     //tests:peer_death_gpu_test_file
+    //tests:recover_gpu_test
     //examples:hello_all_reduce
     //examples:mpi_all_reduce
     //examples:file_all_reduce
@@ -66,6 +68,7 @@ cp "$fdir/fortran_all_reduce" "$fdir/fortran_mpi_all_reduce" "$fdir/fortran_cg_s
 rm -rf "$fdir"
 cp tools/gpu_bundle_run.sh "$dest/run.sh"
 cp tests/gpu/peer_death.sh "$dest/peer_death.sh"
+cp tests/gpu/recover.sh "$dest/recover.sh"
 cp tests/gpu/mem_table.sh "$dest/mem_table.sh"
 cp tools/gpu_two_nodes.sh "$dest/two_nodes.sh"
 cp tools/gpu_fake_nodes.sh "$dest/fake_nodes.sh"

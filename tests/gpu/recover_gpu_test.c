@@ -297,6 +297,8 @@ int main(int argc, char **argv) {
         if (!hang && strncmp(plan, "random:", 7) == 0) continue;
         EXPECT(exact_all_reduces(&j, 100, timeout), "100 exact all_reduces");
     }
+    if (getenv("HIDET_NCCL_TRACE_DIR") != NULL) /* the recorder names the communicator each came from */
+        EXPECT(hidet_nccl_trace_dump(NULL, NULL, 0) == HIDET_NCCL_SUCCESS, "the flight recorder's dump");
     EXPECT(hidet_nccl_finalize() == HIDET_NCCL_SUCCESS, "finalize");
     printf("recover_gpu_test (%s): %s\n", plan, g_failed ? "FAILED" : "OK");
     return g_failed;
