@@ -5,8 +5,10 @@
  *                                 rank SIGKILLs itself at iteration 200; every other rank
  *                                 must get an error from a wait within T + 5 s of its last
  *                                 good one, find the id failed (collectives refused), shrink
- *                                 it without the dead rank (HIDET_NCCL_SHRINK_ABORT) and do
- *                                 100 exact all_reduces on what is left, still use its other
+ *                                 it without the dead rank (HIDET_NCCL_SHRINK_ABORT), or where
+ *                                 NCCL refuses (it saw the peer die: NET), recover it
+ *                                 (file: a rebuild; MPI: refused at once, MPI cannot go on),
+ *                                 and do 100 exact all_reduces on what is left, still use its other
  *                                 communicator, finalize, and exit 0
  *   peer_death_gpu_test hang T    as kill, but the last rank stops calling the library at
  *                                 iteration 200 (a hung rank: its process and sockets live on
@@ -140,7 +142,24 @@ static void killed_peer(double timeout, int abort_process, int hang) {
             printf("rank %d: shrink after the revoke: %s %s\n", rank, hidet_nccl_status_string(sh),
                    sh ? hidet_nccl_last_error() : "");
         }
-        EXPECT(sh == HIDET_NCCL_SUCCESS, "shrink without the dead rank");
+        int cannot_go_on = 0;
+        if (sh != HIDET_NCCL_SUCCESS) { /* NCCL saw the peer die (NET): the survivors rebuild */
+            int lost = -1;
+            double t1 = hn_now();
+            hidet_nccl_status_t rv = hidet_nccl_comm_recover(id, 4 * timeout, &shrunk, &lost);
+            double took_rv = hn_now() - t1;
+            printf("rank %d: recover: %s in %.3f s (%d lost) %s\n", rank, hidet_nccl_status_string(rv), took_rv, lost,
+                   rv ? hidet_nccl_last_error() : "");
+#ifdef HN_SUITE_MPI /* MPI without ULFM cannot go on: refused at once, saying so */
+            EXPECT(rv == HIDET_NCCL_ERROR_UNSUPPORTED && strstr(hidet_nccl_last_error(), "ULFM") && took_rv < 1,
+                   "MPI refuses recovery at once, saying why");
+            cannot_go_on = rv == HIDET_NCCL_ERROR_UNSUPPORTED;
+#else
+            EXPECT(rv == HIDET_NCCL_SUCCESS && lost == 1, "recovery by the survivors");
+            sh = rv;
+#endif
+        }
+        EXPECT(sh == HIDET_NCCL_SUCCESS || cannot_go_on, "shrink or recover without the dead rank");
         if (sh == HIDET_NCCL_SUCCESS)
             EXPECT(exact_all_reduces(shrunk, 100, timeout, "survivors after the shrink"), "100 exact all_reduces");
         EXPECT(hidet_nccl_comm_destroy(id) == HIDET_NCCL_SUCCESS, "destroy the failed id");
