@@ -25,6 +25,8 @@ typedef struct {
     int rank, nranks;  /* -1: unknown */
     char state[12];    /* live, failed, dead, pending */
     char why[160];
+    char from[9];      /* the key of the communicator it was made from ("" : not said), */
+    char how[16];      /* and how ("recover") */
     uint64_t next_seq;
     tr_op_t *ops;      /* by seq, increasing */
     size_t nops, cap;

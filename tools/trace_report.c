@@ -457,6 +457,8 @@ static void verdict_text(const tr_analysis_t *a, const verdict_t *v, char *line,
 static void detail(const group_t *g, const char *verdict, FILE *out) {
     fputc('\n', out);
     tr_say(out, "communicator %s (%d ranks, dumps of %zu): %s", g->key, g->nranks, g->n, verdict);
+    if (g->n > 0 && g->m[0].comm->from[0] != '\0')
+        tr_say(out, "  made by %s from communicator %s", g->m[0].comm->how, g->m[0].comm->from);
     for (size_t i = 0; i < g->n; i++) {
         const member_t *m = &g->m[i];
         tr_say(out, "  rank %d  %s pid %ld  id %d  %s%s%s  next seq %" PRIu64 "  (%s: %s)", rank_of(m), m->dump->host,
@@ -626,6 +628,9 @@ int tr_print_json(const tr_analysis_t *a, int files_skipped, FILE *out) {
         if (!strcmp(g->key, "00000000")) put(c, "id", json_integer(g->id), &bad);
         put(c, "nranks", g->nranks > 0 ? json_integer(g->nranks) : json_null(), &bad);
         put(c, "dumps", json_integer((json_int_t)g->n), &bad);
+        const tr_comm_t *first = g->n > 0 ? g->m[0].comm : NULL;
+        put(c, "from", first && first->from[0] ? json_string(first->from) : json_null(), &bad);
+        put(c, "how", first && first->from[0] ? json_string(first->how) : json_null(), &bad);
         put(c, "verdict", verdict_json(a, &a->v[i], &bad), &bad);
         for (size_t k = 0; k < g->n; k++) append(ranks, member_json(&g->m[k], &bad), &bad);
         put(c, "ranks", ranks, &bad);

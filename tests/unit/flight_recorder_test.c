@@ -445,6 +445,19 @@ static void test_report_kinds(void) {
 }
 
 /* Hostile dumps: each refused with a reason, nothing kept, no crash. */
+/* A recovered communicator names the one it came from: kept by the reader, said by the report. */
+static void test_recovered_link(void) {
+#define COMM_FROM(r) "{\"type\":\"comm\",\"comm\":0,\"key\":\"1234abcd\",\"rank\":" #r ",\"nranks\":2," \
+                     "\"state\":\"live\",\"why\":\"\",\"from\":\"9999abcd\",\"how\":\"recover\",\"next_seq\":0}\n"
+    const char *texts[] = {HEADER(0) COMM_FROM(0), HEADER(1) COMM_FROM(1)};
+    json_t *doc = judged_json(texts, 2, "consistent");
+    json_t *c = jat(doc, "comms", 0);
+    CU_ASSERT_STRING_EQUAL(jstr(c, "from"), "9999abcd");
+    CU_ASSERT_STRING_EQUAL(jstr(c, "how"), "recover");
+    json_decref(doc);
+#undef COMM_FROM
+}
+
 static void test_hostile_dumps(void) {
     static const struct {
         const char *text, *needle;
@@ -465,6 +478,12 @@ static void test_hostile_dumps(void) {
         {HEADER(0) "{\"type\":\"comm\",\"comm\":0,\"key\":\"xyz\",\"rank\":0,\"nranks\":1,\"state\":\"live\",\"why\":\"\","
                    "\"next_seq\":0}\n", "not 8 hex digits"},
         {HEADER(0) "{\"type\":\"comm\",\"comm\":-4}\n", "\"comm\" is -4"},
+        {HEADER(0) "{\"type\":\"comm\",\"comm\":0,\"key\":\"1234abcd\",\"rank\":0,\"nranks\":1,\"state\":\"live\","
+                   "\"why\":\"\",\"from\":\"zz\",\"how\":\"recover\",\"next_seq\":0}\n", "from \"zz\" is not 8 hex"},
+        {HEADER(0) "{\"type\":\"comm\",\"comm\":0,\"key\":\"1234abcd\",\"rank\":0,\"nranks\":1,\"state\":\"live\","
+                   "\"why\":\"\",\"from\":\"00000001\",\"how\":\"split\",\"next_seq\":0}\n", "is not \"recover\""},
+        {HEADER(0) "{\"type\":\"comm\",\"comm\":0,\"key\":\"1234abcd\",\"rank\":0,\"nranks\":1,\"state\":\"live\","
+                   "\"why\":\"\",\"from\":\"00000001\",\"next_seq\":0}\n", "\"how\" is missing"},
         {HEADER(0) "{\"type\":\"what\"}\n", "unknown type"},
         {HEADER(0) "{\"type\":\"op\",\"type\":\"op\"}\n", "not JSON"},
     };
@@ -1086,6 +1105,7 @@ int main(int argc, char **argv) {
         {"shrink and revoke: checks, failed ids, versions", test_shrink_and_revoke},
         {"the report names every kind of divergence", test_report_kinds},
         {"hostile dumps refused", test_hostile_dumps},
+        {"a recovered communicator names the one it came from", test_recovered_link},
         {"escaping what is printed", test_escaping},
         {"a directory with no dump: said, exit 2", test_no_dumps},
         {"terminal escapes in dumps and file names printed escaped", test_escapes},
