@@ -16,7 +16,7 @@ int hidet_nccl__sk_total(const uint8_t header[HN_SK_HEADER], size_t *total, char
                                 total, why, why_bytes) != 0)
         return -1;
     uint32_t kind = hidet_nccl__get16(header + 10);
-    if (kind < HN_SK_KIND_HELLO || kind > HN_SK_KIND_REFUSE) return WHY("unknown kind %u", kind);
+    if (kind < HN_SK_KIND_HELLO || kind > HN_SK_KIND_LAST) return WHY("unknown kind %u", kind);
     return 0;
 }
 
@@ -37,7 +37,7 @@ int hidet_nccl__sk_parse(const uint8_t *buf, size_t len, hidet_nccl__sk_msg_t *m
     if (hidet_nccl__frame_check(buf, len, HN_SK_HEADER, k_magic, HN_SK_VERSION, HN_SK_MAX_BODY, HN_SK_MAX_WORLD,
                                 "rendezvous message", &f, why, why_bytes) != 0)
         return -1;
-    if (f.kind < HN_SK_KIND_HELLO || f.kind > HN_SK_KIND_REFUSE) return WHY("unknown kind %u", f.kind);
+    if (f.kind < HN_SK_KIND_HELLO || f.kind > HN_SK_KIND_LAST) return WHY("unknown kind %u", f.kind);
     memset(msg, 0, sizeof *msg);
     msg->kind = (int)f.kind;
     msg->world_size = f.world;
@@ -64,12 +64,35 @@ int hidet_nccl__sk_parse(const uint8_t *buf, size_t len, hidet_nccl__sk_msg_t *m
             if (b != HN_SK_MAC) return WHY("a proof with a body of %u bytes (expected %d)", b, HN_SK_MAC);
             break;
         case HN_SK_KIND_REFUSE:
-            if (b == 0 || b > HN_SK_MAX_REFUSE) return WHY("a refusal with a body of %u bytes (1 .. %d)", b, HN_SK_MAX_REFUSE);
+        case HN_SK_KIND_FAIL: {
+            const char *what = msg->kind == HN_SK_KIND_FAIL ? "fail" : "refusal";
+            if (b == 0 || b > HN_SK_MAX_REFUSE) return WHY("a %s with a body of %u bytes (1 .. %d)", what, b, HN_SK_MAX_REFUSE);
             for (uint32_t i = 0; i < b; i++)
-                if (body[i] < 0x20 || body[i] > 0x7e) return WHY("a refusal with a byte %#x that is not printable", body[i]);
+                if (body[i] < 0x20 || body[i] > 0x7e) return WHY("a %s with a byte %#x that is not printable", what, body[i]);
+            break;
+        }
+        case HN_SK_KIND_JOIN:
+            if (b != 4) return WHY("a join with a body of %u bytes (expected 4)", b);
+            if (msg->tag == 0) return WHY("a join of recovery round 0 (rounds count from 1)");
+            msg->wait_ms = hidet_nccl__get32(body);
+            break;
+        case HN_SK_KIND_DECIDE:
+            if (msg->tag == 0) return WHY("a decision of recovery round 0 (rounds count from 1)");
+            if (b != (msg->world_size + 7) / 8)
+                return WHY("a decision with a body of %u bytes for %u ranks (expected %u)", b, msg->world_size,
+                           (msg->world_size + 7) / 8);
+            if (msg->world_size % 8 && (body[b - 1] >> (msg->world_size % 8)) != 0)
+                return WHY("a decision that keeps ranks past its %u", msg->world_size);
+            if (hidet_nccl__sk_count_kept(body, msg->world_size) == 0) return WHY("a decision that keeps no rank");
             break;
     }
     msg->nonce = buf + 96;
     msg->body = body;
     return 0;
+}
+
+int hidet_nccl__sk_count_kept(const uint8_t *bits, uint32_t world) {
+    int n = 0;
+    for (uint32_t r = 0; r < world; r++) n += (bits[r / 8] >> (r % 8)) & 1;
+    return n;
 }

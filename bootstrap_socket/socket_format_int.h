@@ -2,7 +2,7 @@
  * network are untrusted: every message is versioned, length-checked, checksummed and carries
  * the job key. Little-endian:
  *
- *   0  magic "HNCCLSK\0"   8  u16 version (2)   10 u16 kind (below)
+ *   0  magic "HNCCLSK\0"   8  u16 version (3)   10 u16 kind (below)
  *   12 u32 world size      16 u32 sender rank   20 u32 body bytes    24 u64 tag
  *   32 char key[64], NUL-padded                 96 u8 nonce[16]
  *   112 body               112+body: u32 crc32 (zlib) of bytes 0 .. 112+body
@@ -15,6 +15,20 @@
  *               then (with a secret) rank 0's MAC of the nonces and the session
  *   6 refuse    (rank 0 to a rank it will not take): body = why, text
  *   3 data      (either way): nonce = the session nonce; tag = the round; body = the bytes
+ *   10 part     (a rank to a served rendezvous): nonce = the session; tag = the round; body = the
+ *               rank's part of an allgather (a served rendezvous tells parts from a root's bytes)
+ *   7 fail      (the hub to a rank): the session's rounds cannot go on until a recovery round (a
+ *               rank died or left, or the ranks called different steps); nonce = the session;
+ *               body = why, text (as a refuse's)
+ *   8 join      (a rank to the decider): recovery round `tag` (the epoch, >= 1); nonce = the
+ *               session; rank = the rank's number before the round; body = u32 the decider's
+ *               longest wait in ms
+ *   9 decide    (the decider to every rank still connected): recovery round `tag`; nonce = the
+ *               session; world = the number of ranks before the round; body = one bit per rank of
+ *               that numbering (bit r%8 of byte r/8), set for each rank that goes on: at least one,
+ *               none past world
+ * In a served rendezvous (hidet-nccl-run's, bootstrap_socket/socket_server.c) the hub is the
+ * launcher and every rank is a client; else it is rank 0 (socket_handshake.c).
  */
 #ifndef HIDET_NCCL_BOOTSTRAP_SOCKET_SOCKET_FORMAT_INT_H_
 #define HIDET_NCCL_BOOTSTRAP_SOCKET_SOCKET_FORMAT_INT_H_
@@ -22,16 +36,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HN_SK_VERSION 2
+#define HN_SK_VERSION 3
 #define HN_SK_KIND_HELLO 1
 #define HN_SK_KIND_WELCOME 2
 #define HN_SK_KIND_DATA 3
 #define HN_SK_KIND_CHALLENGE 4
 #define HN_SK_KIND_PROOF 5
 #define HN_SK_KIND_REFUSE 6
+#define HN_SK_KIND_FAIL 7
+#define HN_SK_KIND_JOIN 8
+#define HN_SK_KIND_DECIDE 9
+#define HN_SK_KIND_PART 10
+#define HN_SK_KIND_LAST HN_SK_KIND_PART
 #define HN_SK_HELLO_SECRET 1u
 #define HN_SK_MAC 32
-#define HN_SK_MAX_REFUSE 256
+#define HN_SK_MAX_REFUSE 256 /* a refuse's or a fail's text */
 #define HN_SK_HEADER 112
 #define HN_SK_KEY_BYTES 64
 #define HN_SK_NONCE 16
@@ -48,6 +67,7 @@ typedef struct {
     const uint8_t *nonce; /* into the message */
     const uint8_t *body;  /* into the message */
     uint32_t flags;       /* a hello's */
+    uint32_t wait_ms;     /* a join's */
 } hidet_nccl__sk_msg_t;
 
 /* The header's claim of the whole message's length (header, body, checksum): 0 and *total
@@ -61,5 +81,11 @@ size_t hidet_nccl__sk_encode(uint8_t *out, size_t cap, int kind, const char *key
 
 /* Parses a whole message of untrusted bytes. 0 and *msg (pointing into buf); else -1 and why. */
 int hidet_nccl__sk_parse(const uint8_t *buf, size_t len, hidet_nccl__sk_msg_t *msg, char *why, size_t why_bytes);
+
+/* How many of the ranks 0 .. world-1 a decision's bits keep. */
+int hidet_nccl__sk_count_kept(const uint8_t *bits, uint32_t world);
+
+/* How many of the ranks 0 .. world-1 a decision's bits keep. */
+int hidet_nccl__sk_count_kept(const uint8_t *bits, uint32_t world);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -187,4 +188,12 @@ int hidet_nccl__sk_recv(int fd, double deadline, uint8_t **buf, size_t *len, cha
     *buf = m;
     *len = total;
     return 1;
+}
+
+void hidet_nccl__sk_enough_files(int needed) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)needed && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 }

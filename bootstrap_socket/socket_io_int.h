@@ -29,4 +29,7 @@ int hidet_nccl__sk_read(int fd, void *buf, size_t len, double deadline, char *wh
  * the deadline passed; -1 closed, failed or not a message (why). */
 int hidet_nccl__sk_recv(int fd, double deadline, uint8_t **buf, size_t *len, char *why, size_t why_bytes);
 
+/* Raises the soft limit of open files to the hard one when a hub needs `needed`. */
+void hidet_nccl__sk_enough_files(int needed);
+
 #endif

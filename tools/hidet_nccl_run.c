@@ -7,8 +7,11 @@
  * hidet_nccl_init uses:
  *   - one node: a fresh job key and a private rendezvous directory (0700, removed on every
  *     exit) for the shared-file bootstrap;
- *   - --master-addr/--master-port: MASTER_ADDR and MASTER_PORT for the socket rendezvous, which
- *     the job's rank 0 hosts inside the library (the launcher opens no socket itself);
+ *   - --master-addr/--master-port (or --rendezvous socket on one node): MASTER_ADDR and
+ *     MASTER_PORT for the socket rendezvous, which the launcher of node 0 serves itself for the
+ *     job's whole life (include/hidet_nccl/rendezvous.h, a thread of this process), so that it
+ *     outlives any rank; its ranks and the other nodes' learn so from
+ *     HIDET_NCCL_RENDEZVOUS_SERVED=1 and are all its clients, rank 0 included;
  *   - --rendezvous-dir with --nnodes and --job-key: a directory every node sees, as it is.
  * Supervision: output tagged [rank] (one tag per line, however long) or into per-rank logs,
  * signals forwarded, the first failing rank stops the others (SIGTERM, grace, SIGKILL to each
@@ -37,6 +40,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -46,6 +50,7 @@
 
 #include "core/base/number.h"
 #include "hidet_nccl/hidet_nccl.h"
+#include "hidet_nccl/rendezvous.h"
 
 #define MAX_RANKS 4096
 
@@ -91,8 +96,14 @@ static struct {
     int trace_on_failure;    /* --trace-on-failure: SIGUSR1 to the others, time to dump */
     double trace_wait_s;
     int nnodes, node_rank;  /* several launchers, one per node */
-    const char *master_addr; /* the socket rendezvous at rank 0's host */
-    int master_port;
+    const char *master_addr; /* the socket rendezvous at node 0's host */
+    int master_port;         /* 0 with --rendezvous socket on one node: the system's choice */
+    const char *rendezvous_kind; /* --rendezvous: "file" or "socket"; NULL: file on one node, else as given */
+    int serve;               /* this launcher serves the socket rendezvous (node 0) */
+    double timeout_s;        /* --timeout's seconds; 0: none given */
+    hidet_nccl_rendezvous_h rv; /* the served rendezvous, while the job runs */
+    struct rlimit nofile;    /* the open-files limit before the rendezvous raised it: the ranks' */
+    int nofile_saved;
     const char *job_key;     /* --job-key */
     const char *secret_file; /* --job-secret-file: HIDET_NCCL_JOB_SECRET_FILE for the ranks */
     char **env_x;            /* -x VAR=VALUE and -x VAR, as given (the words of argv) */
@@ -115,9 +126,9 @@ static void usage(FILE *f) {
             "usage: hidet-nccl-run [options] [-n N] [-x VAR[=VALUE]]... PROGRAM [ARGS...]\n"
             "Starts N ranks of PROGRAM on this machine for hidet_nccl_init, like mpirun for one node.\n"
             "On many nodes, run one launcher per node with --nnodes and --node-rank, and either\n"
-            "--master-addr/--master-port (the socket rendezvous at rank 0's host) or a --rendezvous-dir\n"
-            "every node sees with a --job-key (the shared-file bootstrap). Options end at PROGRAM or\n"
-            "at '--'.\n"
+            "--master-addr/--master-port (the socket rendezvous, served by node 0's launcher) or a\n"
+            "--rendezvous-dir every node sees with a --job-key (the shared-file bootstrap). Options\n"
+            "end at PROGRAM or at '--'.\n"
             "\n"
             "  -n, --np N             number of ranks on this node (default: the visible GPUs, from\n"
             "                         CUDA_VISIBLE_DEVICES, a -x of it included, or /dev/nvidia*);\n"
@@ -139,8 +150,14 @@ static void usage(FILE *f) {
             "      --grace S          seconds between SIGTERM and SIGKILL when stopping ranks (5)\n"
             "      --nnodes N         number of nodes, each with its own hidet-nccl-run (1)\n"
             "      --node-rank K      this node's index, 0 .. N-1 (0); its ranks are K*n .. K*n+n-1\n"
-            "      --master-addr HOST rank 0's host: the ranks meet through the socket rendezvous\n"
-            "      --master-port P    the port rank 0 listens on (with --master-addr)\n"
+            "      --master-addr HOST node 0's host: the ranks meet through the socket rendezvous,\n"
+            "                         which node 0's hidet-nccl-run serves (it outlives any rank)\n"
+            "      --master-port P    the port node 0's hidet-nccl-run listens on (with --master-addr)\n"
+            "      --rendezvous KIND  file (one node's default: a private directory) or socket (the\n"
+            "                         socket rendezvous, served by this launcher on one node too;\n"
+            "                         its port: --master-port, else one the system picks; what\n"
+            "                         --master-addr implies). With socket, the ranks can recover\n"
+            "                         from a dead rank, rank 0 included (hidet_nccl_comm_recover)\n"
             "      --job-key KEY      the job's key, the same on every node (the socket rendezvous\n"
             "                         takes socket-<port> without it; a shared directory needs it)\n"
             "      --job-secret-file F the job's secret, the same file content on every node (16 ..\n"
@@ -162,7 +179,8 @@ static void usage(FILE *f) {
             "\n"
             "Each rank gets HIDET_NCCL_RANK, HIDET_NCCL_LOCAL_RANK, HIDET_NCCL_WORLD_SIZE,\n"
             "HIDET_NCCL_LOCAL_WORLD_SIZE (and RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE),\n"
-            "HIDET_NCCL_JOB_KEY and HIDET_NCCL_RENDEZVOUS_DIR, or MASTER_ADDR and MASTER_PORT, and the\n"
+            "HIDET_NCCL_JOB_KEY and HIDET_NCCL_RENDEZVOUS_DIR, or MASTER_ADDR, MASTER_PORT and\n"
+            "HIDET_NCCL_RENDEZVOUS_SERVED=1, and the\n"
             "job's secret (HIDET_NCCL_JOB_SECRET, fresh and random, on one node; HIDET_NCCL_JOB_SECRET_FILE\n"
             "with --job-secret-file); a secret already in the environment is passed on as it is.\n"
             "Tags, log names and messages name a rank by its rank in the job. When a rank fails, the\n"
@@ -317,6 +335,7 @@ static void set_env_int(const char *name, int v) {
 static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, pid_t launcher, char **argv) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != launcher) _exit(126); /* the launcher died before prctl */
+    if (g.nofile_saved) setrlimit(RLIMIT_NOFILE, &g.nofile); /* the served rendezvous' need, not the rank's */
     setpgid(0, 0);                         /* its own group: stopping it stops its children too */
     sigset_t none;
     sigemptyset(&none);
@@ -337,9 +356,11 @@ static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, 
     if (g.master_addr) { /* the socket rendezvous: no directory, so that it is the one chosen */
         setenv("MASTER_ADDR", g.master_addr, 1);
         set_env_int("MASTER_PORT", g.master_port);
+        setenv("HIDET_NCCL_RENDEZVOUS_SERVED", "1", 1); /* node 0's launcher serves it */
         unsetenv("HIDET_NCCL_RENDEZVOUS_DIR");
     } else {
         setenv("HIDET_NCCL_RENDEZVOUS_DIR", g.rendezvous, 1);
+        unsetenv("HIDET_NCCL_RENDEZVOUS_SERVED");
     }
     if (g.timeout) setenv("HIDET_NCCL_TIMEOUT", g.timeout, 1);
     if (g.secret_file) setenv("HIDET_NCCL_JOB_SECRET_FILE", g.secret_file, 1);
@@ -464,8 +485,17 @@ static void check_nodes(void) {
     if (g.nnodes == 0) g.nnodes = 1;
     if (g.node_rank >= g.nnodes) die(2, "--node-rank %d is not in 0 .. %d (--nnodes %d)", g.node_rank, g.nnodes - 1, g.nnodes);
     if ((long)g.nnodes * g.n > MAX_RANKS * 16L) die(2, "--nnodes %d x -n %d ranks is too many", g.nnodes, g.n);
-    if (g.master_addr && g.master_port == 0) die(2, "--master-addr needs --master-port");
-    if (!g.master_addr && g.master_port) die(2, "--master-port needs --master-addr");
+    int socket_kind = g.rendezvous_kind && strcmp(g.rendezvous_kind, "socket") == 0;
+    if (g.rendezvous_kind && !socket_kind && g.master_addr)
+        die(2, "--rendezvous file does not go with --master-addr (the socket rendezvous)");
+    if (socket_kind && g.nnodes > 1 && !g.master_addr)
+        die(2, "--rendezvous socket across nodes needs --master-addr (node 0's host) and --master-port");
+    if (socket_kind && g.rendezvous_parent)
+        die(2, "--rendezvous-dir goes with the file rendezvous, not --rendezvous socket");
+    if (g.master_addr && g.master_port == 0 && !socket_kind) die(2, "--master-addr needs --master-port");
+    if (!g.master_addr && g.master_port && !socket_kind) die(2, "--master-port needs --master-addr");
+    if (socket_kind && !g.master_addr) g.master_addr = "127.0.0.1"; /* one node */
+    g.serve = g.master_addr && g.node_rank == 0;
     if (g.job_key && (strlen(g.job_key) == 0 || strlen(g.job_key) > 64 ||
                       strspn(g.job_key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
                           strlen(g.job_key)))
@@ -510,6 +540,7 @@ static const struct {
     {"HIDET_NCCL_RENDEZVOUS_DIR", "--rendezvous-dir"},
     {"MASTER_ADDR", "--master-addr"},
     {"MASTER_PORT", "--master-port"},
+    {"HIDET_NCCL_RENDEZVOUS_SERVED", "--master-addr or --rendezvous socket"},
     {"HIDET_NCCL_TIMEOUT", "--timeout, else this environment's"},
     {"HIDET_NCCL_TRACE_DIR", "--trace-dir, else this environment's"},
     {"HIDET_NCCL_JOB_SECRET_FILE", "--job-secret-file, else this environment's"},
@@ -585,6 +616,7 @@ static int parse_args(int argc, char **argv) {
         {"master-port", required_argument, NULL, 'P'}, {"job-key", required_argument, NULL, 'J'},
         {"trace-dir", required_argument, NULL, 'D'}, {"trace-on-failure", no_argument, NULL, 'F'},
         {"trace-wait", required_argument, NULL, 'W'}, {"job-secret-file", required_argument, NULL, 'S'},
+        {"rendezvous", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     int c, longindex = -1;
@@ -594,7 +626,7 @@ static int parse_args(int argc, char **argv) {
             case 'x': add_env_x(optarg); break;
             case 't': g.tag_output = 1; break;
             case 'o': g.output_dir = optarg; break;
-            case 'T': parse_seconds(optarg, "--timeout"); g.timeout = optarg; break;
+            case 'T': g.timeout_s = parse_seconds(optarg, "--timeout"); g.timeout = optarg; break;
             case 'r': g.rendezvous_parent = optarg; break;
             case 'g': g.grace_s = parse_seconds(optarg, "--grace"); break;
             case 'k': g.keep_going = 1; break;
@@ -604,6 +636,11 @@ static int parse_args(int argc, char **argv) {
             case 'P': g.master_port = parse_int(optarg, 1, 65535, "--master-port"); break;
             case 'J': g.job_key = optarg; break;
             case 'S': g.secret_file = parse_secret_file(optarg); break;
+            case 'R':
+                if (strcmp(optarg, "file") != 0 && strcmp(optarg, "socket") != 0)
+                    die(2, "--rendezvous '%s' is not file or socket", optarg);
+                g.rendezvous_kind = optarg;
+                break;
             case 'D': g.trace_dir = optarg; break;
             case 'F': g.trace_on_failure = 1; break;
             case 'W': g.trace_wait_s = parse_seconds(optarg, "--trace-wait"); break;
@@ -651,20 +688,29 @@ static void make_secret(void) {
     explicit_bzero(rnd, sizeof rnd);
 }
 
+static void fresh_key(void) {
+    unsigned char rnd[8];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) die(1, "getrandom: %s", strerror(errno));
+    snprintf(g.key, sizeof g.key, "run-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+             rnd[5], rnd[6], rnd[7]);
+}
+
 /* A fresh job key, and the job's private rendezvous directory (removed at every exit); or,
  * across nodes, the key given and the socket address or the shared directory as they are. */
 static void make_rendezvous(void) {
     if (g.job_key) snprintf(g.key, sizeof g.key, "%s", g.job_key);
-    if (g.master_addr) return; /* the socket backend takes socket-<port> when no key is given */
+    if (g.master_addr && (g.job_key || g.nnodes > 1))
+        return; /* across nodes without --job-key, the socket backend's socket-<port>, the same on every node */
+    if (g.master_addr) { /* one node: a fresh key, so that two jobs on one port never mix */
+        fresh_key();
+        return;
+    }
     if (g.shared_dir) {
         snprintf(g.rendezvous, sizeof g.rendezvous, "%s", g.rendezvous_parent);
         return; /* the user's directory: the bootstrap removes its files, the directory stays */
     }
     if (g.job_key) die(2, "--job-key goes with --nnodes or --master-addr (one node makes its own)");
-    unsigned char rnd[8];
-    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) die(1, "getrandom: %s", strerror(errno));
-    snprintf(g.key, sizeof g.key, "run-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
-             rnd[5], rnd[6], rnd[7]);
+    fresh_key();
     const char *parent = g.rendezvous_parent ? g.rendezvous_parent : getenv("TMPDIR");
     if (parent == NULL || *parent == '\0') parent = "/tmp";
     snprintf(g.rendezvous, sizeof g.rendezvous, "%s/hidet-nccl-%s-XXXXXX", parent, g.key);
@@ -1178,6 +1224,26 @@ static int out_is_err(void) {
            o.st_ino == e.st_ino;
 }
 
+/* Node 0 of a socket rendezvous serves it (include/hidet_nccl/rendezvous.h) before any rank starts,
+ * with the job's key, size and secret as its ranks will have them (the secret put into this
+ * process's environment, where the rendezvous reads it as the ranks do); a port of the
+ * system's choice (one node, no --master-port) becomes the ranks' MASTER_PORT. */
+static void serve_rendezvous(void) {
+    if (!g.serve) return;
+    if (g.secret_file) setenv("HIDET_NCCL_JOB_SECRET_FILE", g.secret_file, 1);
+    else if (g.secret[0]) setenv("HIDET_NCCL_JOB_SECRET", g.secret, 1);
+    hidet_nccl_settings_reload();
+    g.nofile_saved = getrlimit(RLIMIT_NOFILE, &g.nofile) == 0;
+    hidet_nccl_rendezvous_params_t p = HIDET_NCCL_RENDEZVOUS_PARAMS_INIT;
+    p.port = g.master_port;
+    p.job_key = g.key[0] ? g.key : NULL;
+    p.nranks = g.nnodes * g.n;
+    p.timeout_s = g.timeout_s;
+    if (hidet_nccl_rendezvous_start(&p, &g.rv) != HIDET_NCCL_SUCCESS)
+        die(1, "cannot serve the socket rendezvous: %s", hidet_nccl_last_error());
+    hidet_nccl_rendezvous_port(g.rv, &g.master_port);
+}
+
 int main(int argc, char **argv) {
     char **child_argv = argv + parse_args(argc, argv);
     /* The ranks' orphans become our children, whatever group or session they moved to, so the
@@ -1188,6 +1254,7 @@ int main(int argc, char **argv) {
     make_rendezvous();
     make_secret();
     start_watchdog(sfd);
+    serve_rendezvous();
     g.ranks = calloc((size_t)g.n, sizeof *g.ranks);
     if (g.ranks == NULL) die(1, "out of memory");
     for (int i = 0; i < g.n; i++) spawn(i, child_argv);
@@ -1196,6 +1263,7 @@ int main(int argc, char **argv) {
     signal_all(SIGKILL); /* nothing a rank started outlives the launcher */
     sweep_children();    /* ... in its group or out of it */
     flush_all();
+    hidet_nccl_rendezvous_stop(g.rv);
     remove_rendezvous();
     watch_done();
     return report(&job);

@@ -66,6 +66,9 @@
       " MASTER_PORT + 1") \
     X(MASTER_PORT, "MASTER_PORT", INT, NULL, 1, 65535, \
       "port rank 0 listens on for the socket rendezvous") \
+    X(RENDEZVOUS_SERVED, "HIDET_NCCL_RENDEZVOUS_SERVED", BOOL, "0", 0, 1, \
+      "1: hidet-nccl-run serves the socket rendezvous at MASTER_ADDR:MASTER_PORT and every rank, rank 0 included, is" \
+      " its client (set by the launcher)") \
     X(RANKS_PER_ROOT, "HIDET_NCCL_RANKS_PER_ROOT", INT, "128", 1, 1 << 30, \
       "ranks per root of a communicator's init: more ranks than this, and init uses ceil(n / this) roots " \
       "(ncclCommInitRankScalable, NCCL 2.23)") \
