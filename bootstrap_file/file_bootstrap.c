@@ -31,19 +31,16 @@
 #include "bootstrap_file/file_claim_int.h"
 #include "bootstrap_file/file_format_int.h"
 #include "bootstrap_file/file_io_int.h"
+#include "bootstrap_file/file_mac_int.h"
+#include "bootstrap_file/file_names_int.h"
+#include "bootstrap_file/file_peers_int.h"
+#include "bootstrap_file/file_recover_int.h"
+#include "bootstrap_file/file_state_int.h"
+#include "bootstrap_file/file_sweep_int.h"
 #include "core/base/kit.h"
 #include "hidet_nccl/bootstrap.h"
 
-typedef struct {
-    char dir[4096];
-    char key[HN_BF_KEY_BYTES + 1];
-    int rank, nranks, local_rank, local_size;
-    long poll_cap_ns;
-    uint64_t generation; /* how many bootstraps of this directory and key this process made before */
-    char host[HN_BF_HOST_BYTES + 1]; /* this host's name, as the files carry it */
-    uint8_t secret[HN_SECRET_MAX];    /* the job's secret (announces carry its MAC); secret_len 0: none */
-    size_t secret_len;
-} file_state_t;
+typedef hn_bf_state_t file_state_t;
 
 /* The generation of a new bootstrap of (dir, key) in this process: every rank makes its
  * bootstraps of a job in the same order (hidet_nccl_init twice makes two), so the count agrees
@@ -153,6 +150,8 @@ static hidet_nccl_status_t file_init(const void *params_v, const hidet_nccl_boot
                              s->local_rank, s->local_size);
     if (st == HIDET_NCCL_SUCCESS && hidet_nccl__job_secret(s->secret, &s->secret_len, why, sizeof why) < 0)
         st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", why);
+    if (st == HIDET_NCCL_SUCCESS && (s->peers = calloc((size_t)s->nranks, sizeof *s->peers)) == NULL)
+        st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", s->nranks);
     if (st != HIDET_NCCL_SUCCESS) {
         explicit_bzero(s->secret, sizeof s->secret);
         free(s);
@@ -183,11 +182,16 @@ static hidet_nccl_status_t file_local_rank(void *state, int *local_rank, int *lo
     return HIDET_NCCL_SUCCESS;
 }
 
+/* What the roster or the last recovery round left goes (file_sweep.c), then the state. */
 static hidet_nccl_status_t file_finalize(void *state, char *msg, size_t msg_bytes) {
     (void)msg;
     (void)msg_bytes;
     file_state_t *s = state;
+    hidet_nccl__bf_tidy(s);
     explicit_bzero(s->secret, sizeof s->secret);
+    free(s->peers);
+    free(s->last.kept);
+    free(s->last.old);
     free(state);
     return HIDET_NCCL_SUCCESS;
 }
@@ -201,16 +205,6 @@ static hidet_nccl_status_t file_finalize(void *state, char *msg, size_t msg_byte
 static void begin_poll(const file_state_t *s, hn_poll_t *poll, double timeout_s) {
     long scaled = 20000L * s->nranks;
     hidet_nccl__poll_begin(poll, timeout_s, 0, 100000, scaled > s->poll_cap_ns ? scaled : s->poll_cap_ns, 1);
-}
-
-/* The round's files: hello_rank >= 0 a reader's hello, -1 the announce, -2 the claim. */
-static void path_of(const file_state_t *s, uint64_t seq, int hello_rank, char *out, size_t n) {
-    if (hello_rank == -2)
-        snprintf(out, n, "%s/hidet-nccl.%s.%llu.root", s->dir, s->key, (unsigned long long)seq);
-    else if (hello_rank < 0)
-        snprintf(out, n, "%s/hidet-nccl.%s.%llu.id", s->dir, s->key, (unsigned long long)seq);
-    else
-        snprintf(out, n, "%s/hidet-nccl.%s.%llu.hello.%d", s->dir, s->key, (unsigned long long)seq, hello_rank);
 }
 
 /* What a reader leaves in place of its hello (renamed, so that the root never sees it gone)
@@ -229,42 +223,6 @@ typedef struct {
 /* 1 if the hello's writer is a process of this host that is gone (the hello is stale). */
 static int writer_gone(const hello_t *h) { return hidet_nccl__bf_process_gone(h->pid, h->host); }
 
-/* With the job's secret: writes the MAC into a hello or announce of len bytes encoded with
- * room for it, and its checksum again. 0, or -1 and why. Without a secret: nothing, 0. */
-static int seal(const file_state_t *s, uint8_t *file, size_t len, char *why, size_t why_bytes) {
-    if (s->secret_len == 0) return 0;
-    size_t covers;
-    uint8_t *mac = hidet_nccl__bf_mac_at(file, len, &covers);
-    if (hidet_nccl__mac(s->secret, s->secret_len, file, covers, mac, why, why_bytes) != 0) return -1;
-    hidet_nccl__bf_reseal(file, len);
-    return 0;
-}
-
-/* 0 if a hello's or announce's MAC is right under the job's secret (or neither side has one);
- * else -1 and why. `writer`: "its root", "its reader". */
-static int file_mac(const file_state_t *s, const uint8_t *data, const hidet_nccl__bf_msg_t *m, const char *writer,
-                    char *why, size_t why_bytes) {
-    if (s->secret_len == 0 && m->mac == NULL) return 0;
-    if (s->secret_len == 0) {
-        snprintf(why, why_bytes, "%s holds a job secret and this rank does not (give every rank the same "
-                 "HIDET_NCCL_JOB_SECRET_FILE)", writer);
-        return -1;
-    }
-    if (m->mac == NULL) {
-        snprintf(why, why_bytes, "it carries no MAC: %s holds no job secret (another job's, or this job's ranks were "
-                 "given different secrets)", writer);
-        return -1;
-    }
-    uint8_t want[HN_MAC_BYTES];
-    if (hidet_nccl__mac(s->secret, s->secret_len, data, m->mac_covers, want, why, why_bytes) != 0) return -1;
-    if (!hidet_nccl__mac_equal(want, m->mac)) {
-        snprintf(why, why_bytes, "its MAC does not match this job's secret: %s is another job's (the same key, "
-                 "another secret)", writer);
-        return -1;
-    }
-    return 0;
-}
-
 /* Reads and checks the hello of rank r at path (its place, or a mark's): 1 it answers the
  * claim whose nonce is root_nonce (its part copied into part, unless NULL), 2 it answers
  * another claim (a stale one: nothing copied), 0 absent, -1 refused (why), 3 a hello whose MAC
@@ -281,7 +239,7 @@ static int read_hello_at(const file_state_t *s, const round_t *rd, const char *p
     int ok = hidet_nccl__bf_parse(data, len, &m, inner, sizeof inner) == 0 &&
              hidet_nccl__bf_expect(&m, HN_BF_KIND_HELLO, s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)r, inner,
                                    sizeof inner) == 0;
-    if (ok && file_mac(s, data, &m, "its reader", inner, sizeof inner) != 0) {
+    if (ok && hidet_nccl__bf_mac_ok(s, data, &m, "its reader", inner, sizeof inner) != 0) {
         snprintf(why, wn, "%s: %s", path, inner);
         free(data);
         return 3;
@@ -307,7 +265,7 @@ static int read_hello_at(const file_state_t *s, const round_t *rd, const char *p
 static int read_hello(const file_state_t *s, const round_t *rd, int r, const uint8_t *root_nonce, hello_t *h,
                       void *part, char *why, size_t wn) {
     char path[4352];
-    path_of(s, rd->seq, r, path, sizeof path);
+    hidet_nccl__bf_round_path(s, rd->seq, r, path, sizeof path);
     return read_hello_at(s, rd, path, r, root_nonce, h, part, why, wn);
 }
 
@@ -320,7 +278,7 @@ static int withdrawn(const file_state_t *s, const round_t *rd, int r, const uint
     for (int i = 0; i < 2; i++) {
         char path[4352 + 8], why[768];
         hello_t h;
-        path_of(s, rd->seq, r, path, sizeof path - 8);
+        hidet_nccl__bf_round_path(s, rd->seq, r, path, sizeof path - 8);
         strcat(path, marks[i]);
         if (read_hello_at(s, rd, path, r, claim_nonce, &h, NULL, why, sizeof why) == 1 &&
             memcmp(h.nonce, nonce, HN_BF_NONCE) == 0)
@@ -351,6 +309,7 @@ typedef struct {
     hn_bf_claim_t claim;
     uint8_t *nonces;
     uint32_t *pids;       /* each reader's process, as its hello says */
+    char (*hosts)[HN_BF_HOST_BYTES + 1];
     unsigned char *local; /* 1: that process is of this host (so its death can be seen) */
     unsigned char *have;  /* waiting: its answer is in; once published: it has not taken the bytes yet */
     uint8_t *file;
@@ -363,7 +322,7 @@ typedef struct {
 /* 0: rank r's hello is gone; 1: it is the one last read; 2: it changed (read it again). */
 static int hello_state(const file_state_t *s, const round_t *rd, int r, const struct stat *seen) {
     char path[4352];
-    path_of(s, rd->seq, r, path, sizeof path);
+    hidet_nccl__bf_round_path(s, rd->seq, r, path, sizeof path);
     struct stat st;
     if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : 2;
     return hidet_nccl__bf_same_file(&st, seen) ? 1 : 2;
@@ -373,7 +332,7 @@ static int hello_state(const file_state_t *s, const round_t *rd, int r, const st
  * comes between the two shows as a change at the next look. */
 static void note_hello(const file_state_t *s, const round_t *rd, int r, struct stat *seen) {
     char path[4352];
-    path_of(s, rd->seq, r, path, sizeof path);
+    hidet_nccl__bf_round_path(s, rd->seq, r, path, sizeof path);
     if (lstat(path, seen) != 0) memset(seen, 0, sizeof *seen);
 }
 
@@ -387,6 +346,7 @@ static void *part_slot(const round_t *rd, int r) {
 static void accept_hello(const file_state_t *s, root_work_t *w, int r, const hello_t *h) {
     memcpy(w->nonces + (size_t)r * HN_BF_NONCE, h->nonce, HN_BF_NONCE);
     w->pids[r] = h->pid;
+    snprintf(w->hosts[r], sizeof w->hosts[r], "%s", h->host);
     w->local[r] = strcmp(h->host, s->host) == 0;
     w->have[r] = 1;
 }
@@ -416,7 +376,7 @@ static hidet_nccl_status_t put_announce(const file_state_t *s, const round_t *rd
                                                 (uint32_t)s->rank, rd->out, (uint32_t)rd->out_bytes, w->nonces,
                                                 s->secret_len > 0);
     /* the job's readers take only an announce of a root that holds its secret */
-    if (len > 0 && seal(s, w->file, len, why, sizeof why) != 0)
+    if (len > 0 && hidet_nccl__bf_seal(s, w->file, len, why, sizeof why) != 0)
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (root): %s", s->rank, why);
     if (len == 0 || hidet_nccl__bf_publish(id_path, w->file, len, why, sizeof why) != 0)
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (root) could not publish %s: %s",
@@ -437,7 +397,7 @@ static hidet_nccl_status_t recheck(const file_state_t *s, const round_t *rd, roo
     if (state == 0) {
         int mark = withdrawn(s, rd, r, w->claim.nonce, nonce);
         char id_path[4352];
-        path_of(s, rd->seq, -1, id_path, sizeof id_path);
+        hidet_nccl__bf_round_path(s, rd->seq, -1, id_path, sizeof id_path);
         if (mark)
             return hidet_nccl__say(msg, msg_bytes, mark == 1 ? HIDET_NCCL_ERROR_BOOTSTRAP : HIDET_NCCL_ERROR_TIMEOUT,
                                    "rank %d (root) %s %s, but rank %d %s before taking it (%s)", s->rank,
@@ -491,6 +451,16 @@ static int some_gave_up(const file_state_t *s, const round_t *rd, const root_wor
     return found;
 }
 
+/* The round fails at once when rank r, awaited, has left it (file_peers.c: its process, known
+ * from an earlier round, is gone; or it joined a recovery round); role: "root", "reader". */
+static hidet_nccl_status_t still_there(const file_state_t *s, const round_t *rd, int r, const char *role, char *msg,
+                                       size_t msg_bytes) {
+    char why[1024];
+    if (hidet_nccl__bf_peer_left(s, r, role, why, sizeof why) == HIDET_NCCL_SUCCESS) return HIDET_NCCL_SUCCESS;
+    return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (%s) of round %llu in %s: %s",
+                           s->rank, s->rank == rd->root ? "root" : "reader", (unsigned long long)rd->seq, s->dir, why);
+}
+
 /* Step 1: every reader's hello answering the claim (a hello of a dead process of this host is
  * stale: not counted), watching the ones in for a restart or a second process. */
 static hidet_nccl_status_t await_hellos(file_state_t *s, const round_t *rd, root_work_t *w, hn_poll_t *poll, char *msg,
@@ -518,6 +488,10 @@ static hidet_nccl_status_t await_hellos(file_state_t *s, const round_t *rd, root
                          "(stale: that rank started again replaces it)", r, h.pid);
             else if (got == 1)
                 accept_hello(s, w, r, &h);
+            if (!w->have[r] && !hidet_nccl__poll_expired(poll)) {
+                hidet_nccl_status_t st = still_there(s, rd, r, "reader", msg, msg_bytes);
+                if (st != HIDET_NCCL_SUCCESS) return st;
+            }
             waiting += !w->have[r];
         }
         if (!expired && waiting == 0) return HIDET_NCCL_SUCCESS;
@@ -554,7 +528,7 @@ static hidet_nccl_status_t publish_until_taken(file_state_t *s, const round_t *r
                                                char *msg, size_t msg_bytes) {
     int n = s->nranks;
     char id_path[4352], why[768], missing[160];
-    path_of(s, rd->seq, -1, id_path, sizeof id_path);
+    hidet_nccl__bf_round_path(s, rd->seq, -1, id_path, sizeof id_path);
     hidet_nccl_status_t st = put_announce(s, rd, w, id_path, msg, msg_bytes);
     while (st == HIDET_NCCL_SUCCESS) {
         int left = 0, expired = 0, again = 0;
@@ -578,6 +552,8 @@ static hidet_nccl_status_t publish_until_taken(file_state_t *s, const round_t *r
                 continue;
             }
             if (state != 1) st = recheck(s, rd, w, r, state, &again, msg, msg_bytes);
+            if (st == HIDET_NCCL_SUCCESS && w->have[r] && !hidet_nccl__poll_expired(poll))
+                st = still_there(s, rd, r, "reader", msg, msg_bytes);
             left += w->have[r];
         }
         if (st != HIDET_NCCL_SUCCESS) break;
@@ -657,15 +633,15 @@ static void remove_leftovers(const file_state_t *s, const round_t *rd) {
 static hidet_nccl_status_t root_round(file_state_t *s, const round_t *rd, hn_poll_t *poll, char *msg,
                                       size_t msg_bytes) {
     int n = s->nranks;
-    root_work_t w = {{s->key, rd->seq, (uint32_t)n, (uint32_t)s->rank, "", {0}, 0, {0}},
-                     calloc((size_t)n, HN_BF_NONCE), calloc((size_t)n, sizeof(uint32_t)), calloc((size_t)n, 1),
-                     calloc((size_t)n, 1), NULL, HN_BF_HEADER + 8 + rd->out_bytes + (size_t)HN_BF_NONCE * n + HN_BF_MAC, 0,
+    root_work_t w = {{s->key, rd->seq, (uint32_t)n, (uint32_t)s->rank, "", {0}, 0, {0}, 0, ""},
+                     calloc((size_t)n, HN_BF_NONCE), calloc((size_t)n, sizeof(uint32_t)),
+                     calloc((size_t)n, HN_BF_HOST_BYTES + 1), calloc((size_t)n, 1), calloc((size_t)n, 1), NULL, HN_BF_HEADER + 8 + rd->out_bytes + (size_t)HN_BF_NONCE * n + HN_BF_MAC, 0,
                      malloc(rd->part_bytes + 1), calloc((size_t)n, sizeof(struct stat)), 0};
     w.file = malloc(w.cap);
-    path_of(s, rd->seq, -2, w.claim.path, sizeof w.claim.path);
+    hidet_nccl__bf_round_path(s, rd->seq, -2, w.claim.path, sizeof w.claim.path);
     hidet_nccl_status_t st;
     char why[1024];
-    if (!w.nonces || !w.pids || !w.local || !w.have || !w.file || !w.part || !w.seen) {
+    if (!w.nonces || !w.pids || !w.hosts || !w.local || !w.have || !w.file || !w.part || !w.seen) {
         st = hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", n);
     } else {
         int took = hidet_nccl__bf_claim_take(&w.claim, poll->timeout_s, why, sizeof why);
@@ -685,8 +661,14 @@ static hidet_nccl_status_t root_round(file_state_t *s, const round_t *rd, hn_pol
             remove_leftovers(s, rd);
         }
     }
+    if (st == HIDET_NCCL_SUCCESS) { /* every reader's process, for the rounds to come (and the roster) */
+        for (int r = 0; r < n; r++)
+            if (r != s->rank) hidet_nccl__bf_peer_note(s, r, w.pids[r], w.hosts[r]);
+        hidet_nccl__bf_roster_put(s, w.nonces);
+    }
     free(w.nonces);
     free(w.pids);
+    free(w.hosts);
     free(w.local);
     free(w.have);
     free(w.file);
@@ -713,7 +695,7 @@ static hidet_nccl_status_t put_hello(file_state_t *s, const round_t *rd, const h
                                              nonce, c->nonce, (uint32_t)getpid(), s->host, rd->part,
                                              (uint32_t)rd->part_bytes, s->secret_len > 0);
     /* the root takes only answers (and parts) of a reader that holds its secret */
-    if (len > 0 && seal(s, hello, len, why, sizeof why) != 0) {
+    if (len > 0 && hidet_nccl__bf_seal(s, hello, len, why, sizeof why) != 0) {
         free(hello);
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s", s->rank, why);
     }
@@ -836,7 +818,7 @@ static int take_announce(const file_state_t *s, const round_t *rd, const hn_bf_c
         /* With the job's secret, an announce counts only with a right MAC, checked before any
          * byte of it is used: another job's root (same key, another secret) is never taken. */
         if (hidet_nccl__bf_parse(data, len, &m, inner, sizeof inner) != 0 ||
-            file_mac(s, data, &m, "its root", inner, sizeof inner) != 0 ||
+            hidet_nccl__bf_mac_ok(s, data, &m, "its root", inner, sizeof inner) != 0 ||
             hidet_nccl__bf_expect(&m, HN_BF_KIND_ANNOUNCE, s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)rd->root,
                                   inner, sizeof inner) != 0) {
             snprintf(seen, seen_bytes, "%s: %s; refused", id_path, inner);
@@ -864,10 +846,10 @@ static hidet_nccl_status_t reader_round(file_state_t *s, const round_t *rd, hn_p
                                         size_t msg_bytes) {
     uint8_t nonce[HN_BF_NONCE];
     char hello_path[4352], id_path[4352], why[1024], seen[1024] = "no claim from the root yet";
-    path_of(s, rd->seq, s->rank, hello_path, sizeof hello_path);
-    path_of(s, rd->seq, -1, id_path, sizeof id_path);
-    hn_bf_claim_t c = {s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)rd->root, "", {0}, 0, {0}};
-    path_of(s, rd->seq, -2, c.path, sizeof c.path);
+    hidet_nccl__bf_round_path(s, rd->seq, s->rank, hello_path, sizeof hello_path);
+    hidet_nccl__bf_round_path(s, rd->seq, -1, id_path, sizeof id_path);
+    hn_bf_claim_t c = {s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)rd->root, "", {0}, 0, {0}, 0, ""};
+    hidet_nccl__bf_round_path(s, rd->seq, -2, c.path, sizeof c.path);
     if (hidet_nccl__bf_random(nonce, sizeof nonce, why, sizeof why) != 0)
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_SYSTEM, "%s", why);
     struct stat mine;
@@ -896,10 +878,13 @@ static hidet_nccl_status_t reader_round(file_state_t *s, const round_t *rd, hn_p
             take_announce(s, rd, &c, nonce, id_path, seen, sizeof seen)) {
             struct stat now; /* removing it tells the root this rank has its bytes */
             if (lstat(hello_path, &now) == 0 && hidet_nccl__bf_same_file(&now, &mine)) unlink(hello_path);
+            hidet_nccl__bf_peer_note(s, rd->root, c.pid, c.host); /* the root's process, for the rounds to come */
             return HIDET_NCCL_SUCCESS;
         }
         if (answered && strcmp(seen, "no claim from the root yet") == 0) snprintf(seen, sizeof seen, "no file yet");
-        if (!hidet_nccl__poll_expired(poll)) hidet_nccl__poll_pause(poll);
+        if (hidet_nccl__poll_expired(poll)) break;
+        if ((st = still_there(s, rd, rd->root, "root", msg, msg_bytes)) != HIDET_NCCL_SUCCESS) break;
+        hidet_nccl__poll_pause(poll);
     }
     if (answered) withdraw(hello_path, &mine, st == HIDET_NCCL_SUCCESS ? MARK_GAVEUP : MARK_FAILED, c.path);
     if (st != HIDET_NCCL_SUCCESS) return st;
@@ -923,19 +908,16 @@ static hidet_nccl_status_t run_round(file_state_t *s, const round_t *rd, double 
     return reader_round(s, rd, &poll, msg, msg_bytes);
 }
 
-/* A round's sequence number: the bootstrap's generation above its tag. */
-static uint64_t seq_of(const file_state_t *s, uint64_t tag) { return s->generation << 32 | (tag & 0xffffffffu); }
-
 static hidet_nccl_status_t file_broadcast(void *state, void *buf, size_t bytes, int root, uint64_t tag,
                                           double timeout_s, char *msg, size_t msg_bytes) {
-    const round_t rd = {seq_of(state, tag), root, NULL, 0, buf, bytes};
+    const round_t rd = {hidet_nccl__bf_seq(state, tag), root, NULL, 0, buf, bytes};
     return run_round(state, &rd, timeout_s, msg, msg_bytes);
 }
 
 static hidet_nccl_status_t file_allgather(void *state, const void *send, void *recv, size_t bytes, uint64_t tag,
                                           double timeout_s, char *msg, size_t msg_bytes) {
     file_state_t *s = state; /* bytes * nranks is at most 8 MiB (the plug-in contract) */
-    const round_t rd = {seq_of(s, tag), 0, send, bytes, recv, bytes * (size_t)s->nranks};
+    const round_t rd = {hidet_nccl__bf_seq(s, tag), 0, send, bytes, recv, bytes * (size_t)s->nranks};
     return run_round(s, &rd, timeout_s, msg, msg_bytes);
 }
 
@@ -948,4 +930,5 @@ const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_file_v3 = {
     .broadcast = file_broadcast,
     .allgather = file_allgather,
     .finalize = file_finalize,
+    .recover = hidet_nccl__bf_recover,
 };

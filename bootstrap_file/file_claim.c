@@ -137,6 +137,8 @@ int hidet_nccl__bf_claim_look(hn_bf_claim_t *c, char *why, size_t why_bytes) {
                  c->path, (m.flags & HN_BF_CLAIM_COLLIDED) ? "collided " : "", who);
     } else if (!answered) {
         memcpy(c->nonce, m.nonce, HN_BF_NONCE);
+        c->pid = m.pid;
+        snprintf(c->host, sizeof c->host, "%s", m.host);
         c->have = 1;
         rc = 1;
     }

@@ -24,6 +24,8 @@ typedef struct {
     uint8_t nonce[HN_BF_NONCE]; /* the claim's nonce (valid when have) */
     int have;
     struct stat seen; /* the claim file as last put or read: a change shows at the next look */
+    uint32_t pid;     /* a reader's: the root's process, as the claim it answers says */
+    char host[HN_BF_HOST_BYTES + 1];
 } hn_bf_claim_t;
 
 /* Return values beside 0 and -1 (why set): the round's claim is marked collided, or was
@@ -37,7 +39,7 @@ int hidet_nccl__bf_claim_take(hn_bf_claim_t *c, double hold_s, char *why, size_t
 /* The root, while the round runs: 0 if its claim is as it was put, else HN_BF_COLLIDED. */
 int hidet_nccl__bf_claim_held(hn_bf_claim_t *c, char *why, size_t why_bytes);
 
-/* A reader: looks at the claim when it changed. 1 a new live claim (c->nonce), 0 nothing new
+/* A reader: looks at the claim when it changed. 1 a new live claim (c->nonce, c->pid, c->host), 0 nothing new
  * (none yet, the same, or a stale one: expired or of a dead process of this host, collided or
  * not; why then says so, else why is ""), -1 a file refused (why), HN_BF_COLLIDED (a claim
  * marked collided whose root lives, or the very claim this reader answered). */

@@ -69,6 +69,52 @@ size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key,
     return hidet_nccl__frame_seal(out, total);
 }
 
+size_t hidet_nccl__bf_encode_join(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
+                                  uint32_t rank, const uint8_t nonce[HN_BF_NONCE], uint64_t epoch, uint32_t pid,
+                                  const char *host, int with_mac) {
+    size_t total = encode(out, cap, HN_BF_KIND_JOIN, key, seq, world, rank, HN_BF_JOIN_BODY + (with_mac ? HN_BF_MAC : 0));
+    if (total == 0) return 0;
+    uint8_t *b = out + HN_BF_HEADER;
+    memcpy(b, nonce, HN_BF_NONCE);
+    hidet_nccl__put64(b + HN_BF_NONCE, epoch);
+    hidet_nccl__put32(b + HN_BF_NONCE + 8, pid);
+    put_host(b + HN_BF_NONCE + 12, host);
+    return hidet_nccl__frame_seal(out, total);
+}
+
+size_t hidet_nccl__bf_encode_decision(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
+                                      uint32_t decider, uint64_t epoch, const hidet_nccl__bf_member_t *members,
+                                      int with_mac) {
+    if (world == 0 || world > HN_BF_MAX_WORLD || decider >= world || !members[decider].kept) return 0;
+    size_t body = HN_BF_DECISION_FIXED + (size_t)HN_BF_MEMBER * world + (with_mac ? HN_BF_MAC : 0);
+    size_t total = encode(out, cap, HN_BF_KIND_DECISION, key, seq, world, decider, body);
+    if (total == 0) return 0;
+    uint8_t *b = out + HN_BF_HEADER;
+    uint32_t kept = 0;
+    hidet_nccl__put64(b, epoch);
+    for (uint32_t r = 0; r < world; r++) {
+        uint8_t *m = b + HN_BF_DECISION_FIXED + (size_t)HN_BF_MEMBER * r;
+        memset(m, 0, HN_BF_MEMBER);
+        if (!members[r].kept) continue;
+        kept++;
+        m[0] = 1;
+        memcpy(m + 1, members[r].nonce, HN_BF_NONCE);
+        hidet_nccl__put32(m + 1 + HN_BF_NONCE, members[r].pid);
+        put_host(m + 1 + HN_BF_NONCE + 4, members[r].host);
+    }
+    hidet_nccl__put32(b + 8, kept);
+    return hidet_nccl__frame_seal(out, total);
+}
+
+void hidet_nccl__bf_member(const hidet_nccl__bf_msg_t *msg, uint32_t r, hidet_nccl__bf_member_t *out) {
+    const uint8_t *m = msg->members + (size_t)HN_BF_MEMBER * r;
+    out->kept = m[0];
+    memcpy(out->nonce, m + 1, HN_BF_NONCE);
+    out->pid = hidet_nccl__get32(m + 1 + HN_BF_NONCE);
+    memcpy(out->host, m + 1 + HN_BF_NONCE + 4, HN_BF_HOST_BYTES); /* NUL-padded: checked by the parser */
+    out->host[HN_BF_HOST_BYTES] = '\0';
+}
+
 uint8_t *hidet_nccl__bf_mac_at(uint8_t *out, size_t total, size_t *covers) {
     *covers = total - 4 - HN_BF_MAC;
     return out + *covers;
@@ -85,6 +131,61 @@ static int get_host(const uint8_t *at, hidet_nccl__bf_msg_t *msg) {
         if (at[i] != 0) return -1;
     memcpy(msg->host, at, len);
     msg->host[len] = '\0';
+    return 0;
+}
+
+/* A join's body (after the header). */
+static int parse_join(const uint8_t *b, uint32_t body, hidet_nccl__bf_msg_t *msg, char *why, size_t why_bytes) {
+    if (body != HN_BF_JOIN_BODY && body != HN_BF_JOIN_BODY + HN_BF_MAC)
+        return WHY("a join of %u body bytes (%d, or %d with a MAC, expected)", body, HN_BF_JOIN_BODY,
+                   HN_BF_JOIN_BODY + HN_BF_MAC);
+    msg->nonce = b;
+    msg->epoch = hidet_nccl__get64(b + HN_BF_NONCE);
+    msg->pid = hidet_nccl__get32(b + HN_BF_NONCE + 8);
+    if (get_host(b + HN_BF_NONCE + 12, msg) != 0) return WHY("a join whose host name is not NUL-padded");
+    if (body == HN_BF_JOIN_BODY + HN_BF_MAC) {
+        msg->mac = b + HN_BF_JOIN_BODY;
+        msg->mac_covers = HN_BF_HEADER + HN_BF_JOIN_BODY;
+    }
+    return 0;
+}
+
+/* A decision's body: every member checked (a flag of 0 or 1, a member not kept all zeros, a
+ * kept one's host NUL-padded), the count of kept ones as said, the decider among them. */
+static int parse_decision(const uint8_t *b, uint32_t body, hidet_nccl__bf_msg_t *msg, char *why, size_t why_bytes) {
+    size_t plain = HN_BF_DECISION_FIXED + (size_t)HN_BF_MEMBER * msg->world_size;
+    if ((size_t)body != plain && (size_t)body != plain + HN_BF_MAC)
+        return WHY("a decision of %u body bytes does not hold %u members of %d bytes (and a MAC)", body,
+                   msg->world_size, HN_BF_MEMBER);
+    msg->epoch = hidet_nccl__get64(b);
+    msg->kept_count = hidet_nccl__get32(b + 8);
+    msg->members = b + HN_BF_DECISION_FIXED;
+    uint32_t kept = 0;
+    for (uint32_t r = 0; r < msg->world_size; r++) {
+        const uint8_t *m = msg->members + (size_t)HN_BF_MEMBER * r;
+        if (m[0] > 1) return WHY("member %u of a decision has kept flag %u (0 or 1)", r, m[0]);
+        if (m[0] == 0) {
+            for (size_t i = 1; i < HN_BF_MEMBER; i++)
+                if (m[i] != 0) return WHY("member %u of a decision is not kept but not all zeros", r);
+            continue;
+        }
+        kept++;
+        hidet_nccl__bf_msg_t host;
+        if (get_host(m + 1 + HN_BF_NONCE + 4, &host) != 0)
+            return WHY("member %u of a decision has a host name that is not NUL-padded", r);
+    }
+    if (kept != msg->kept_count || kept == 0)
+        return WHY("a decision that says %u ranks are kept and keeps %u (at least 1)", msg->kept_count, kept);
+    if (msg->members[(size_t)HN_BF_MEMBER * msg->rank] != 1)
+        return WHY("a decision whose decider, rank %u, is not among the ranks it keeps", msg->rank);
+    hidet_nccl__bf_member_t d;
+    hidet_nccl__bf_member(msg, msg->rank, &d);
+    msg->pid = d.pid;
+    memcpy(msg->host, d.host, sizeof msg->host);
+    if ((size_t)body == plain + HN_BF_MAC) {
+        msg->mac = b + plain;
+        msg->mac_covers = HN_BF_HEADER + plain;
+    }
     return 0;
 }
 
@@ -129,6 +230,8 @@ int hidet_nccl__bf_parse(const uint8_t *buf, size_t len, hidet_nccl__bf_msg_t *m
         if (msg->flags & ~HN_BF_CLAIM_COLLIDED) return WHY("a claim with unknown flags 0x%x", msg->flags);
         return 0;
     }
+    if (msg->kind == HN_BF_KIND_JOIN) return parse_join(b, body, msg, why, why_bytes);
+    if (msg->kind == HN_BF_KIND_DECISION) return parse_decision(b, body, msg, why, why_bytes);
     if (msg->kind != HN_BF_KIND_ANNOUNCE) return WHY("unknown kind %d", msg->kind);
     if (body < 4) return WHY("an announce of %u body bytes", body);
     msg->data_bytes = hidet_nccl__get32(b);

@@ -1,0 +1,54 @@
+/* Internal: what a shared-file bootstrap knows of its ranks' processes, and the recovery round's
+ * records (joins, decisions) as read from the directory, checked as every file is. */
+#ifndef HIDET_NCCL_BOOTSTRAP_FILE_FILE_PEERS_INT_H_
+#define HIDET_NCCL_BOOTSTRAP_FILE_FILE_PEERS_INT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bootstrap_file/file_format_int.h"
+#include "bootstrap_file/file_state_int.h"
+#include "hidet_nccl/hidet_nccl.h"
+
+/* Notes rank r's process, as a record of this job that ended well showed it. */
+void hidet_nccl__bf_peer_note(hn_bf_state_t *s, int r, uint32_t pid, const char *host);
+/* 1 if rank r's process is known and is a process of this host that is gone. */
+int hidet_nccl__bf_peer_gone(const hn_bf_state_t *s, int r);
+
+/* During a round: HIDET_NCCL_SUCCESS while rank r (the one awaited; role names it: "root",
+ * "reader") may still come; HIDET_NCCL_ERROR_BOOTSTRAP, naming it, once it has left: its process,
+ * known from an earlier round, is a process of this host that is gone, or it joined the next
+ * recovery round (it gave this round up). Across hosts nothing can be seen: the deadline holds. */
+hidet_nccl_status_t hidet_nccl__bf_peer_left(const hn_bf_state_t *s, int r, const char *role, char *msg, size_t n);
+
+/* What a join says. */
+typedef struct {
+    uint8_t nonce[HN_BF_NONCE];
+    uint32_t pid;
+    char host[HN_BF_HOST_BYTES + 1];
+} hn_bf_join_t;
+
+/* Rank r's join of recovery round epoch in a world of `world` ranks (the numbering before that
+ * round), read at path (NULL: its place). 1 a join of this job, round, world and rank (*j), 0 none, -1 refused (why: torn, corrupt, another round's or
+ * another world's, not this user's file...), 3 a join whose MAC is not this job's secret's (a
+ * second job with this key), never taken. */
+int hidet_nccl__bf_join_read(const hn_bf_state_t *s, uint64_t epoch, uint32_t world, int r, const char *path,
+                             hn_bf_join_t *j, char *why, size_t why_bytes);
+
+/* The decision of recovery round epoch (0: the roster) over `world` ranks:
+ * 1 (*data malloc'ed, freed by the caller; *m points into it), 0 none, -1 refused, 3 another
+ * job's (its MAC), as join_read. */
+int hidet_nccl__bf_decision_read(const hn_bf_state_t *s, uint64_t epoch, uint32_t world, uint8_t **data,
+                                 hidet_nccl__bf_msg_t *m, char *why, size_t why_bytes);
+
+/* Rank 0 after a round it rooted that ended well (every rank's process known): puts the roster,
+ * a decision of epoch 0 that keeps every rank with its process (nonces: the round's), where
+ * survivors of a later death find who was where. Once per bootstrap; best effort (a roster that
+ * cannot be put makes recovery wait for what it cannot see). */
+void hidet_nccl__bf_roster_put(hn_bf_state_t *s, const uint8_t *nonces);
+/* In the first recovery round: the roster fills what this process does not know of the other
+ * ranks' processes, if it is this job's: it must name this very process as this rank. (A later
+ * round's processes are those of the decision before it, taken when it was.) */
+void hidet_nccl__bf_roster_read(hn_bf_state_t *s);
+
+#endif
