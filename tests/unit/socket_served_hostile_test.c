@@ -1,0 +1,284 @@
+/* The rendezvous hidet-nccl-run serves, facing the network (on loopback, the real launcher): a
+ * stranger who knows the job's key and a rank number but not the launcher's secret gets a random
+ * challenge and a refusal, never a welcome or a byte of the job, nor does a rank with another
+ * secret; a flood of silent, slow and ever new connections, on before the job starts, does not
+ * keep a 3-rank job out.
+ *   socket_served_hostile_test HIDET_NCCL_RUN     (the binary is its own rank: --rank) */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bootstrap_socket/socket_format_int.h"
+#include "hidet_nccl/bootstrap.h"
+#include "tests/cunit_runner.h"
+
+#define KEY "served-hostile"
+
+static const char *g_run, *g_self;
+
+/* ---------------------------------------------------------------- a rank of the job */
+
+/* A rank started by the launcher: after delay_ms, a real id through the served rendezvous, an
+ * allgather of it; then it stays hold_ms so that the rendezvous stays up for the strangers. */
+static int rank_main(int delay_ms, int hold_ms) {
+    hidet_nccl_bootstrap_h bs = NULL;
+    int rank = -1, n = 0;
+    ncclUniqueId id, all[8];
+    memset(&id, 0, sizeof id);
+    usleep((useconds_t)delay_ms * 1000);
+    if (hidet_nccl_bootstrap_from_env(&bs) != HIDET_NCCL_SUCCESS ||
+        hidet_nccl_bootstrap_rank(bs, &rank, &n) != HIDET_NCCL_SUCCESS || n > 8 ||
+        (rank == 0 && hidet_nccl_get_unique_id(&id) != HIDET_NCCL_SUCCESS) ||
+        hidet_nccl_bootstrap_broadcast(bs, &id, sizeof id, 0, 30) != HIDET_NCCL_SUCCESS ||
+        hidet_nccl_bootstrap_allgather(bs, &id, all, sizeof id, 30) != HIDET_NCCL_SUCCESS) {
+        fprintf(stderr, "rank %d: %s\n", rank, hidet_nccl_last_error());
+        return 1;
+    }
+    for (int r = 0; r < n; r++)
+        if (memcmp(&all[r], &id, sizeof id) != 0) return 1;
+    usleep((useconds_t)hold_ms * 1000);
+    hidet_nccl_bootstrap_destroy(bs);
+    printf("rank %d of %d: ok\n", rank, n);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the launcher */
+
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
+    socklen_t len = sizeof a;
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* hidet-nccl-run -n 3 serving on port, its output into log; the ranks come after delay_ms and
+ * hold hold_ms at the end. */
+static pid_t launch(int port, int delay_ms, int hold_ms, const char *log) {
+    char ps[16], delay[16], hold[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    snprintf(delay, sizeof delay, "%d", delay_ms);
+    snprintf(hold, sizeof hold, "%d", hold_ms);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *f = freopen(log, "w", stdout);
+        if (f == NULL || dup2(fileno(stdout), 2) < 0) _exit(126);
+        execl(g_run, g_run, "-n", "3", "--rendezvous", "socket", "--master-port", ps, "--job-key", KEY, "--timeout", "40",
+              g_self, "--rank", delay, hold, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int exit_of(pid_t pid) {
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+static int lines_with(const char *log, const char *needle) {
+    FILE *f = fopen(log, "r");
+    char line[4096];
+    int n = 0;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) n += strstr(line, needle) != NULL;
+    if (f != NULL) fclose(f);
+    return n;
+}
+
+/* A connection to port, retried while nothing listens yet. */
+static int dial(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = htons(port)};
+    for (int i = 0; i < 1000 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0; i++) {
+        close(fd);
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        usleep(10000);
+    }
+    return fd;
+}
+
+/* ---------------------------------------------------------------- a stranger */
+
+static void send_msg(int fd, int kind, const char *key, int rank, const void *body, uint32_t len) {
+    uint8_t m[HN_SK_HEADER + 64 + 4], nonce[HN_SK_NONCE] = {9};
+    size_t total = hidet_nccl__sk_encode(m, sizeof m, kind, key, 3, (uint32_t)rank, 0, nonce, body, len);
+    CU_ASSERT_FATAL(total > 0);
+    (void)!write(fd, m, total);
+}
+
+/* The kinds of what comes until the rendezvous closes the connection or 3 s pass (at most 8). */
+static int received(int fd, int *kinds) {
+    int n = 0;
+    uint8_t buf[4096];
+    size_t got = 0;
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 3000) <= 0) break;
+        ssize_t k = read(fd, buf + got, sizeof buf - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+        size_t total;
+        char why[128];
+        while (got >= HN_SK_HEADER && hidet_nccl__sk_total(buf, &total, why, sizeof why) == 0 && got >= total) {
+            hidet_nccl__sk_msg_t m;
+            if (hidet_nccl__sk_parse(buf, total, &m, why, sizeof why) == 0 && n < 8) kinds[n++] = m.kind;
+            memmove(buf, buf + total, got - total);
+            got -= total;
+        }
+    }
+    return n;
+}
+
+/* Knows the key, the size and rank 1's number; claims a secret (flags) and guesses the proof. */
+static int stranger(int port, uint32_t flags, int *kinds) {
+    int fd = dial(port);
+    uint8_t f[4] = {(uint8_t)flags, 0, 0, 0}, mac[HN_SK_MAC];
+    send_msg(fd, HN_SK_KIND_HELLO, KEY, 1, f, 4);
+    struct pollfd p = {fd, POLLIN, 0};
+    if (flags && poll(&p, 1, 3000) == 1) {
+        memset(mac, 0x5a, sizeof mac);
+        usleep(50 * 1000);
+        send_msg(fd, HN_SK_KIND_PROOF, KEY, 1, mac, sizeof mac);
+    }
+    int n = received(fd, kinds);
+    close(fd);
+    return n;
+}
+
+/* A real rank of the socket backend with a secret of its own: refused, saying why. */
+static hidet_nccl_status_t other_secret(int port) {
+    setenv("HIDET_NCCL_JOB_SECRET", "another-secret-not-the-launchers", 1);
+    setenv("HIDET_NCCL_RENDEZVOUS_SERVED", "1", 1);
+    setenv("HIDET_NCCL_TIMEOUT", "5", 1);
+    hidet_nccl_settings_reload();
+    hidet_nccl_socket_bootstrap_params_t p = HIDET_NCCL_SOCKET_BOOTSTRAP_PARAMS_INIT;
+    p.master_addr = "127.0.0.1";
+    p.master_port = port;
+    p.job_key = KEY;
+    p.rank = 2;
+    p.nranks = 3;
+    hidet_nccl_bootstrap_h bs = NULL;
+    hidet_nccl_status_t st = hidet_nccl_bootstrap_socket(&p, &bs);
+    if (st == HIDET_NCCL_SUCCESS) hidet_nccl_bootstrap_destroy(bs);
+    return st;
+}
+
+static void test_strangers_refused(void) {
+    int port = free_port();
+    char log[] = "/tmp/hn_served_hostile.XXXXXX";
+    int lfd = mkstemp(log);
+    close(lfd);
+    pid_t job = launch(port, 0, 4000, log); /* the ranks hold 4 s: the rendezvous serves meanwhile */
+    int kinds[8], n = stranger(port, HN_SK_HELLO_SECRET, kinds);
+    int welcomed = 0, data = 0, refused = 0;
+    for (int i = 0; i < n; i++) {
+        welcomed += kinds[i] == HN_SK_KIND_WELCOME;
+        data += kinds[i] == HN_SK_KIND_DATA;
+        refused += kinds[i] == HN_SK_KIND_REFUSE;
+    }
+    CU_ASSERT(n >= 1 && kinds[0] == HN_SK_KIND_CHALLENGE); /* a random nonce: nothing of the job */
+    CU_ASSERT_EQUAL(welcomed, 0);
+    CU_ASSERT_EQUAL(data, 0);
+    CU_ASSERT_EQUAL(refused, 1);
+    n = stranger(port, 0, kinds); /* says it holds no secret */
+    CU_ASSERT(n == 1 && kinds[0] == HN_SK_KIND_REFUSE);
+    HN_ASSERT_STATUS(other_secret(port), HIDET_NCCL_ERROR_BOOTSTRAP,
+                     "proof of the job secret does not match the rendezvous's secret");
+    CU_ASSERT_EQUAL(exit_of(job), 0);
+    CU_ASSERT_EQUAL(lines_with(log, ": ok"), 3);
+    CU_ASSERT(lines_with(log, "a claim to be rank 1 without the job secret") >= 1);
+    CU_ASSERT_EQUAL(lines_with(log, "without a job secret"), 0); /* the launcher made one */
+    unlink(log);
+}
+
+/* ---------------------------------------------------------------- a flood */
+
+/* A child holding `count` connections, each sent a byte of a hello every 200 ms, until killed. */
+static pid_t slow_loris(int port, int count) {
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    int fds[128];
+    for (int i = 0; i < count; i++) fds[i] = dial(port);
+    static const char magic[] = "HNCCLSK";
+    for (int k = 0;; k++) {
+        for (int i = 0; i < count; i++) (void)!write(fds[i], magic + k % 7, 1);
+        usleep(200 * 1000);
+    }
+}
+
+/* A child opening a new silent connection every millisecond, keeping the last 400, until killed. */
+static pid_t flooder(int port) {
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    int ring[400];
+    for (int i = 0; i < 400; i++) ring[i] = -1;
+    for (unsigned k = 0;; k++) {
+        if (ring[k % 400] >= 0) close(ring[k % 400]);
+        ring[k % 400] = dial(port);
+        usleep(1000);
+    }
+}
+
+/* 1000 silent connections, 100 slow ones and a new one every ms, all before the ranks come (they
+ * wait 1 s): the launcher's rendezvous evicts the oldest and still forms the 3-rank job. */
+static void test_flood(void) {
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    int port = free_port();
+    char log[] = "/tmp/hn_served_flood.XXXXXX";
+    int lfd = mkstemp(log);
+    close(lfd);
+    pid_t job = launch(port, 1000, 0, log);
+    int silent[1000], opened = 0;
+    for (int i = 0; i < 1000; i++) opened += (silent[i] = dial(port)) >= 0;
+    CU_ASSERT_EQUAL(opened, 1000);
+    pid_t loris = slow_loris(port, 100), flood = flooder(port);
+    CU_ASSERT_EQUAL(exit_of(job), 0);
+    CU_ASSERT_EQUAL(lines_with(log, ": ok"), 3);
+    CU_ASSERT(lines_with(log, "evicted, the oldest of the connections waiting") >= 1); /* the flood was real */
+    kill(loris, SIGKILL);
+    kill(flood, SIGKILL);
+    waitpid(loris, NULL, 0);
+    waitpid(flood, NULL, 0);
+    for (int i = 0; i < 1000; i++) close(silent[i]);
+    if (lines_with(log, ": ok") != 3) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "tail -n 20 %s >&2", log);
+        (void)!system(cmd);
+    }
+    unlink(log);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "--rank") == 0) return rank_main(atoi(argv[2]), atoi(argv[3]));
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s HIDET_NCCL_RUN\n", argv[0]);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    static char run[4096], self[4096];
+    if (realpath(argv[1], run) == NULL || realpath("/proc/self/exe", self) == NULL) return 2;
+    g_run = run;
+    g_self = self;
+    unsetenv("HIDET_NCCL_JOB_SECRET");
+    unsetenv("HIDET_NCCL_JOB_SECRET_FILE");
+    static const hn_test_t tests[] = {
+        {"a stranger or another secret gets nothing of the launcher's job", test_strangers_refused},
+        {"a flood before the job starts keeps no rank out", test_flood},
+        {NULL, NULL},
+    };
+    return hn_run_tests("socket_served_hostile", tests);
+}
