@@ -135,6 +135,38 @@ check "--master-port 3e4" bad "--master-port '3e4' is not a whole number in 1 ..
 check "--master-addr ''" bad "--master-addr '' is empty" --master-addr '' --master-port 29500
 check "--master-addr 'a b'" bad "--master-addr 'a b' is not a host name or address" --master-addr 'a b' --master-port 1
 check "--job-secret-file that does not exist" bad "--job-secret-file $tmp/none: No such file" --job-secret-file "$tmp/none"
+check "--rendezvous bogus" bad "--rendezvous 'bogus' is not file or socket" --rendezvous bogus
+check "--rendezvous file with --master-addr" bad "--rendezvous file does not go with --master-addr" --rendezvous file \
+    --master-addr h --master-port 1
+check "--rendezvous socket across nodes alone" bad "--rendezvous socket across nodes needs --master-addr" \
+    --rendezvous socket --nnodes 2
+check "--rendezvous socket with --rendezvous-dir" bad "--rendezvous-dir goes with the file rendezvous" \
+    --rendezvous socket --rendezvous-dir "$tmp"
+check "-x HIDET_NCCL_RENDEZVOUS_SERVED" bad "-x HIDET_NCCL_RENDEZVOUS_SERVED: hidet-nccl-run sets" \
+    -x HIDET_NCCL_RENDEZVOUS_SERVED=0
+
+# One host, the socket rendezvous the launcher serves (--rendezvous socket): a port of the
+# system's, a fresh key and secret; node 0's port in use stops the launcher before any rank.
+"$run" --rendezvous socket -n 3 --timeout 60 "$peer" socket >"$tmp/one.log" 2>&1
+rc=$?
+check "--rendezvous socket on one host: exit 0" [ "$rc" -eq 0 ]
+check "--rendezvous socket on one host: 3 ranks say 0 failed" \
+    [ "$(grep -c 'of 3: bootstrap_env_peer socket: .* 0 failed' "$tmp/one.log")" -eq 3 ]
+check "--rendezvous socket on one host: a secret, no warning" not_in "without a job secret" "$tmp/one.log"
+"$run" --rendezvous socket -n 1 sh -c 'echo "served=$HIDET_NCCL_RENDEZVOUS_SERVED at $MASTER_ADDR:$MASTER_PORT"' \
+    >"$tmp/env.log" 2>&1
+check "--rendezvous socket: the ranks are told" grep -q "^served=1 at 127.0.0.1:[0-9]" "$tmp/env.log"
+p=$(port)
+python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("", int(sys.argv[1]))); s.listen(); time.sleep(5)' "$p" &
+holder=$!
+sleep 0.5
+"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 1 sh -c 'echo started' >"$tmp/busy.log" 2>&1
+rc=$?
+kill $holder 2>/dev/null
+wait $holder 2>/dev/null
+check "node 0's port in use: exit 1" [ "$rc" -eq 1 ]
+check "node 0's port in use: said, and no rank started" \
+    eval 'grep -q "cannot serve the socket rendezvous: .*port $p on this host is in use" "$tmp/busy.log" && not_in started "$tmp/busy.log"'
 
 # A node that never comes: node 0's rank 0 gives up at the deadline, naming the missing ranks.
 p=$(port)
