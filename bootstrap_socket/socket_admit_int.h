@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bootstrap_socket/socket_handshake_int.h"
+#include "bootstrap_socket/socket_state_int.h"
 
 #define HN_SK_PEER_BYTES 80
 

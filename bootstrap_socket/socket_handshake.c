@@ -18,8 +18,6 @@
 #include "bootstrap_socket/socket_io_int.h"
 #include "bootstrap_socket/socket_proof_int.h"
 
-const char *hidet_nccl__sk_hub(const hn_sk_state_t *s) { return s->served ? "the rendezvous (hidet-nccl-run)" : "rank 0"; }
-
 /* ---------------------------------------------------------------- rank 0 */
 
 typedef struct {

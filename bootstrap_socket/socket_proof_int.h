@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bootstrap_socket/socket_handshake_int.h"
+#include "bootstrap_socket/socket_state_int.h"
 
 #define HN_SK_CLIENT_ROLE "hidet-nccl socket rendezvous 2: a rank's proof"
 #define HN_SK_SERVER_ROLE "hidet-nccl socket rendezvous 2: rank 0's proof" /* or a served rendezvous' */

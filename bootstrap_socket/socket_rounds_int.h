@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bootstrap_socket/socket_handshake_int.h"
+#include "bootstrap_socket/socket_state_int.h"
 
 hidet_nccl_status_t hidet_nccl__sk_broadcast(hn_sk_state_t *s, void *buf, size_t bytes, int root, uint64_t tag,
                                              double timeout_s, char *msg, size_t n);
