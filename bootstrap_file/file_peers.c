@@ -1,5 +1,4 @@
 /* What a shared-file bootstrap knows of its ranks' processes; joins and decisions as read. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +32,14 @@ hidet_nccl_status_t hidet_nccl__bf_peer_left(const hn_bf_state_t *s, int r, cons
     struct stat st;
     hn_bf_join_t j;
     hidet_nccl__bf_recovery_path(s, s->epoch + 1, r, "", path, sizeof path);
-    if (lstat(path, &st) != 0 || hidet_nccl__bf_join_read(s, s->epoch + 1, (uint32_t)s->nranks, r, path, &j, why, sizeof why) != 1)
+    if (lstat(path, &st) != 0 ||
+        hidet_nccl__bf_join_read(s, s->epoch + 1, (uint32_t)s->nranks, r, path, &j, why, sizeof why) != 1)
+        return HIDET_NCCL_SUCCESS;
+    /* Only the rank's own process's join says it gave up: not one of another process (a job with
+     * this key that crashed, without a secret to tell them apart), nor one of a dead process when
+     * this rank's process was never seen. */
+    const hn_bf_peer_t *p = &s->peers[r];
+    if (p->pid != 0 ? p->pid != j.pid || strcmp(p->host, j.host) != 0 : hidet_nccl__bf_process_gone(j.pid, j.host))
         return HIDET_NCCL_SUCCESS;
     return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                            "rank %d (%s) gave this round up: it joined recovery round %llu (pid %u on host '%s', %s); "
@@ -49,6 +55,8 @@ static int read_record(const hn_bf_state_t *s, const char *path, int kind, uint6
     size_t len = 0;
     *data = NULL;
     int got = hidet_nccl__bf_read(path, HN_BF_HEADER + 4, max, data, &len, why, why_bytes);
+    if (got < 0 && strstr(why, "refused") == NULL && strlen(why) + 10 < why_bytes)
+        snprintf(why + strlen(why), why_bytes - strlen(why), "; refused");
     if (got <= 0) return got;
     char inner[384];
     uint64_t seq = hidet_nccl__bf_recovery_seq(s, epoch);

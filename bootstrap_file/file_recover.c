@@ -1,6 +1,5 @@
 /* The shared-file bootstrap's recovery round: joins, one decider, one decision (file_recover_int.h). */
 #include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,8 +130,9 @@ static void scan(rr_t *x) {
     }
 }
 
-/* A file of a later recovery round of this bootstrap in the directory (its epoch in *later): the
- * job went on without this rank (it comes after the round it was left out of was tidied). */
+/* A decision of a later recovery round of this bootstrap, of this job (its MAC, with a secret),
+ * in the directory (its round in *later): the job went on without this rank (which comes after
+ * the round it was left out of was tidied away). One listing of the directory. */
 static int superseded(const rr_t *x, uint64_t *later) {
     DIR *d = opendir(x->s->dir);
     if (d == NULL) return 0;
@@ -141,11 +141,20 @@ static int superseded(const rr_t *x, uint64_t *later) {
     for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
         uint64_t seq;
         int r, tmp, kind = hidet_nccl__bf_name_kind(x->s->key, e->d_name, &seq, &r, &tmp);
-        if (kind != HN_BF_NAME_OTHER && hidet_nccl__bf_seq_generation(seq) == gen &&
-            hidet_nccl__bf_seq_epoch(seq) > x->epoch) {
-            found = 1;
-            *later = hidet_nccl__bf_seq_epoch(seq);
-        }
+        if (kind != HN_BF_NAME_DECISION || tmp || hidet_nccl__bf_seq_generation(seq) != gen ||
+            hidet_nccl__bf_seq_epoch(seq) <= x->epoch)
+            continue;
+        char path[PATH_BYTES + 300], why[768];
+        uint8_t *data = NULL;
+        size_t len = 0;
+        hidet_nccl__bf_msg_t m;
+        snprintf(path, sizeof path, "%s/%s", x->s->dir, e->d_name);
+        found = hidet_nccl__bf_read(path, HN_BF_HEADER + 4, HN_BF_MAX_FILE, &data, &len, why, sizeof why) == 1 &&
+                hidet_nccl__bf_parse(data, len, &m, why, sizeof why) == 0 && m.kind == HN_BF_KIND_DECISION &&
+                strcmp(m.key, x->s->key) == 0 && m.seq == seq && m.epoch == hidet_nccl__bf_seq_epoch(seq) &&
+                hidet_nccl__bf_mac_ok(x->s, data, &m, "its decider", why, sizeof why) == 0;
+        if (found) *later = m.epoch;
+        free(data);
     }
     closedir(d);
     return found;

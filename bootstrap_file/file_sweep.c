@@ -1,7 +1,5 @@
 /* Removing what earlier rounds and dead ranks of a shared-file bootstrap left. */
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +13,9 @@
 
 #define PATH_BYTES 4400
 
-void hidet_nccl__bf_sweep(const hn_bf_state_t *s, uint64_t epoch, uint32_t world) {
+/* world 0: every file of round `epoch` goes (its decision no longer needed); else only its joins
+ * and temporary files of dead processes. */
+static void sweep(const hn_bf_state_t *s, uint64_t epoch, uint32_t world) {
     DIR *d = opendir(s->dir);
     if (d == NULL) return;
     uint64_t gen = hidet_nccl__bf_seq_generation(hidet_nccl__bf_seq(s, 0));
@@ -25,7 +25,9 @@ void hidet_nccl__bf_sweep(const hn_bf_state_t *s, uint64_t epoch, uint32_t world
         if (kind == HN_BF_NAME_OTHER || hidet_nccl__bf_seq_generation(seq) != gen) continue;
         uint64_t at = hidet_nccl__bf_seq_epoch(seq);
         int gone = at < epoch;
-        if (at == epoch && kind != HN_BF_NAME_ROUND && seq == hidet_nccl__bf_recovery_seq(s, epoch)) {
+        if (at == epoch && kind != HN_BF_NAME_ROUND && seq == hidet_nccl__bf_recovery_seq(s, epoch) && world == 0) {
+            gone = 1;
+        } else if (at == epoch && kind != HN_BF_NAME_ROUND && seq == hidet_nccl__bf_recovery_seq(s, epoch)) {
             if (tmp) {
                 gone = hidet_nccl__bf_tmp_orphaned(e->d_name);
             } else if (kind == HN_BF_NAME_JOIN) {
@@ -40,6 +42,12 @@ void hidet_nccl__bf_sweep(const hn_bf_state_t *s, uint64_t epoch, uint32_t world
     }
     closedir(d);
 }
+
+void hidet_nccl__bf_sweep(const hn_bf_state_t *s, uint64_t epoch, uint32_t world) {
+    if (world > 0) sweep(s, epoch, world);
+}
+
+void hidet_nccl__bf_sweep_round(const hn_bf_state_t *s, uint64_t epoch) { sweep(s, epoch, 0); }
 
 /* 1 if path names a file. */
 static int there(const char *path) {
@@ -104,20 +112,9 @@ void hidet_nccl__bf_tidy(hn_bf_state_t *s) {
         HN_INFO("recovery round %llu's decision %s stays: ranks %s (numbered as before the round) may still come to "
                 "read it (alive, or of another host, and it cannot be seen whether they are gone)",
                 (unsigned long long)l->epoch, path, list);
-    } else {
+    } else { /* nobody needs the round any more: its files go, the decision first */
         unlink(path);
-        for (int r = 0; r < n; r++) {
-            hidet_nccl__bf_recovery_path(s, l->epoch, r, l->kept[r] ? "" : HN_BF_MARK_LEFTOUT, path, sizeof path);
-            if (!l->kept[r] || there(path)) unlink(path); /* a mark, or the join of a dead rank that went on */
-            if (!l->kept[r]) { /* the join of a rank left out that died before it read the decision */
-                hn_bf_join_t j;
-                hidet_nccl__bf_recovery_path(s, l->epoch, r, "", path, sizeof path);
-                if (hidet_nccl__bf_join_read(s, l->epoch, (uint32_t)n, r, path, &j, why, sizeof why) == 1 &&
-                    hidet_nccl__bf_process_gone(j.pid, j.host))
-                    unlink(path);
-            }
-        }
-        hidet_nccl__bf_sweep(s, l->epoch, (uint32_t)n);
+        hidet_nccl__bf_sweep_round(s, l->epoch);
     }
     free(pending);
 }

@@ -7,13 +7,16 @@
 
 #include "bootstrap_file/file_state_int.h"
 
-/* The new rank 0 once it took the decision of recovery round `epoch` over `world` ranks (the
- * numbering before it; every rank that goes on
- * has left the rounds before it): every file of this key and generation of an earlier epoch
+/* The new rank 0 once it took the decision of recovery round `epoch` over `world` (> 0) ranks
+ * (the numbering before it; every rank that goes on has left the rounds before it): every file
+ * of this key and generation of an earlier epoch
  * (rounds, their marks, joins, decisions, the roster, temporary files: what dead ranks left
  * among them), and of this round the joins and temporary files of processes of this host that
  * are gone. One listing of the directory. */
 void hidet_nccl__bf_sweep(const hn_bf_state_t *s, uint64_t epoch, uint32_t world);
+/* Once the decision of recovery round `epoch` is no longer needed: every file of that round
+ * (joins, marks, the decision, temporary files; valid or not) and every file of earlier epochs. */
+void hidet_nccl__bf_sweep_round(const hn_bf_state_t *s, uint64_t epoch);
 
 /* At finalize: the roster (rank 0, no recovery round), or what the last recovery round left
  * (its decision, the marks of ranks it left out, the joins of dead ranks), by its new rank 0

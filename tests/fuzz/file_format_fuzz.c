@@ -46,6 +46,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
     }
+    if (m.kind == HN_BF_KIND_JOIN) {
+        uint8_t again[HN_BF_HEADER + HN_BF_JOIN_BODY + HN_BF_MAC + 4];
+        size_t n = hidet_nccl__bf_encode_join(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce, m.epoch,
+                                              m.pid, m.host, m.mac != NULL);
+        if (m.mac != NULL && n > 0) {
+            size_t covers;
+            memcpy(hidet_nccl__bf_mac_at(again, n, &covers), m.mac, 32);
+            if (covers != m.mac_covers) __builtin_trap();
+            hidet_nccl__bf_reseal(again, n);
+        }
+        if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
+    }
+    if (m.kind == HN_BF_KIND_DECISION) {
+        static uint8_t again[HN_BF_MAX_FILE];
+        static hidet_nccl__bf_member_t members[HN_BF_MAX_WORLD];
+        uint32_t kept = 0;
+        for (uint32_t r = 0; r < m.world_size; r++) { /* every member the parser passed: a kept flag, zeros if not */
+            hidet_nccl__bf_member(&m, r, &members[r]);
+            if (members[r].kept != 0 && members[r].kept != 1) __builtin_trap();
+            kept += (uint32_t)members[r].kept;
+            if (strlen(members[r].host) > HN_BF_HOST_BYTES) __builtin_trap();
+        }
+        if (kept != m.kept_count || kept == 0 || !members[m.rank].kept) __builtin_trap();
+        size_t n = hidet_nccl__bf_encode_decision(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.epoch,
+                                                  members, m.mac != NULL);
+        if (m.mac != NULL && n > 0) {
+            size_t covers;
+            memcpy(hidet_nccl__bf_mac_at(again, n, &covers), m.mac, 32);
+            if (covers != m.mac_covers) __builtin_trap();
+            hidet_nccl__bf_reseal(again, n);
+        }
+        if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
+    }
     if (m.kind == HN_BF_KIND_CLAIM) {
         uint8_t again[HN_BF_HEADER + HN_BF_CLAIM_BODY + 4];
         size_t n = hidet_nccl__bf_encode_claim(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce,
