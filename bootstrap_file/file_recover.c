@@ -105,29 +105,39 @@ static hidet_nccl_status_t put_join(rr_t *x, char *msg, size_t n) {
                            "four times while it tried", x->me, x->join_path);
 }
 
-/* What every other rank's join says now, and which ranks are known dead. */
-static void scan(rr_t *x) {
+/* What rank q's join says now, and whether q is known dead. */
+static void look(rr_t *x, int q) {
     hn_bf_state_t *s = x->s;
-    for (int q = 0; q < x->n; q++) {
-        if (q == x->me) continue;
-        char path[PATH_BYTES], why[768];
-        struct stat st;
-        hidet_nccl__bf_recovery_path(s, x->epoch, q, "", path, sizeof path);
-        if (lstat(path, &st) != 0) {
-            x->joined[q] = 0;
-            memset(&x->seen[q], 0, sizeof x->seen[q]);
-        } else if (!hidet_nccl__bf_same_file(&st, &x->seen[q])) {
-            x->seen[q] = st;
-            int got = hidet_nccl__bf_join_read(s, x->epoch, (uint32_t)x->n, q, path, &x->joins[q], why, sizeof why);
-            x->joined[q] = got == 1;
-            if (got < 0 || got == 3) {
-                HN_WARN("recovery round %llu, rank %d: %s", (unsigned long long)x->epoch, x->me, why);
-                snprintf(x->last, sizeof x->last, "%s", why);
-            }
+    char path[PATH_BYTES], why[768];
+    struct stat st;
+    hidet_nccl__bf_recovery_path(s, x->epoch, q, "", path, sizeof path);
+    if (lstat(path, &st) != 0) {
+        x->joined[q] = 0;
+        memset(&x->seen[q], 0, sizeof x->seen[q]);
+    } else if (!hidet_nccl__bf_same_file(&st, &x->seen[q])) {
+        x->seen[q] = st;
+        int got = hidet_nccl__bf_join_read(s, x->epoch, (uint32_t)x->n, q, path, &x->joins[q], why, sizeof why);
+        x->joined[q] = got == 1;
+        if (got < 0 || got == 3) {
+            HN_WARN("recovery round %llu, rank %d: %s", (unsigned long long)x->epoch, x->me, why);
+            snprintf(x->last, sizeof x->last, "%s", why);
         }
-        x->dead[q] = x->joined[q] ? hidet_nccl__bf_process_gone(x->joins[q].pid, x->joins[q].host)
-                                  : hidet_nccl__bf_peer_gone(s, q);
     }
+    x->dead[q] = x->joined[q] ? hidet_nccl__bf_process_gone(x->joins[q].pid, x->joins[q].host)
+                              : hidet_nccl__bf_peer_gone(s, q);
+}
+
+/* The rank this one waits for to decide (-1: this rank decides): the lowest rank below it that
+ * joined and is not known dead, or that has neither joined nor is known dead while wait_s runs.
+ * Only the ranks up to it are looked at; a rank that decides looks at every rank above it too. */
+static int scan(rr_t *x, double waited) {
+    for (int q = 0; q < x->me; q++) {
+        look(x, q);
+        if (x->dead[q]) continue;
+        if (x->joined[q] || waited < x->wait_s) return q;
+    }
+    for (int q = x->me + 1; q < x->n; q++) look(x, q);
+    return -1;
 }
 
 /* A decision of a later recovery round of this bootstrap, of this job (its MAC, with a secret),
@@ -289,16 +299,6 @@ static hidet_nccl_status_t take(rr_t *x, const hidet_nccl__bf_msg_t *m, unsigned
                            x->decision_path, set);
 }
 
-/* The rank this one waits for to decide (-1: this rank decides): the lowest rank below it that
- * joined and is not known dead, or that has neither joined nor is known dead while wait_s runs. */
-static int decider_below(const rr_t *x, double waited) {
-    for (int q = 0; q < x->me; q++) {
-        if (x->dead[q]) continue;
-        if (x->joined[q] || waited < x->wait_s) return q;
-    }
-    return -1;
-}
-
 /* The decider is ready: every rank above it joined or is known dead, or wait_s passed. */
 static int ready(const rr_t *x, double waited) {
     if (waited >= x->wait_s) return 1;
@@ -329,9 +329,8 @@ static hidet_nccl_status_t await_decision(rr_t *x, unsigned char *kept, char *ms
                                    "rank %d, recovery round %llu: %s; no decision can be put while it is there: "
                                    "remove it and start the job again", x->me, (unsigned long long)x->epoch, why);
         if (hidet_nccl__poll_expired(&x->poll)) break;
-        scan(x);
         double waited = hidet_nccl__poll_waited(&x->poll);
-        int below = decider_below(x, waited);
+        int below = scan(x, waited);
         if (below >= 0) {
             snprintf(awaited, sizeof awaited, x->joined[below]
                      ? "for the decision of rank %d (the lowest rank that joined and is not known dead: pid %u on "
