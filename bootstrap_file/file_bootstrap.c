@@ -1,7 +1,7 @@
 /* The shared-file bootstrap: rank 0 publishes, the others wait, nothing is left behind.
  * Protocol (docs/bootstrap_file.md), for each round (a broadcast from a root, or an allgather
  * through rank 0), its files named by job key and sequence number (the bootstrap's generation
- * in this process for that directory and key, and the round's tag):
+ * in this process for that directory and key, and the round's tag: file_names.c):
  *   1. the root claims the round: <dir>/hidet-nccl.<key>.<seq>.root with a fresh random nonce,
  *      put only where no live claim is (file_claim.c; two live roots: both jobs fail);
  *   2. every reader answers the claim with a HELLO (a fresh nonce of its own, the claim's
@@ -18,7 +18,11 @@
  *      of the round left (temporary files of a killed writer of this host, marks). A HELLO
  *      that went with its reader's mark fails the round on the root; two live answers for one
  *      rank are a collision; a collided claim is removed by its root after a short linger.
- * One deadline covers the whole call, on every rank: no step starts past it. */
+ * One deadline covers the whole call, on every rank: no step starts past it. A wait on a peer
+ * that left (its process, known from an earlier round, gone from this host; or it joined a
+ * recovery round: file_peers.c) fails at once. After the first round it rooted, rank 0 puts the
+ * roster of every rank's process; recovery rounds are file_recover.c's, their tidying
+ * file_sweep.c's. */
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
