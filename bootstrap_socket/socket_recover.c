@@ -138,13 +138,17 @@ static hidet_nccl_status_t hub_round(hn_sk_state_t *s, uint64_t epoch, double wa
     double t0 = hidet_nccl__now(), until = t0 + wait_s < deadline ? t0 + wait_s : deadline;
     joined[0] = 1;
     for (int r = 1; r < old; r++) joined[r] = s->fds[r] >= 0 && s->joins[r] == epoch;
+    char text[64]; /* a rank in a round, or about to start one, hears of it at once */
+    snprintf(text, sizeof text, "rank 0 began recovery round %llu: join it", (unsigned long long)epoch);
+    hidet_nccl__sk_hub_tell(s, text);
     for (;;) {
         int k = 0;
         for (int r = 1; r < old; r++)
             if (s->fds[r] >= 0 && !joined[r]) fds[k++] = (struct pollfd){s->fds[r], POLLIN, 0};
         double now = hidet_nccl__now();
         if (k == 0 || now >= until) break;
-        if (poll(fds, (nfds_t)k, (int)((until - now) * 1000) + 1) < 0 && errno != EINTR) break;
+        double left = until - now < 60.0 ? until - now : 60.0; /* a far end: a minute at a time (ms fits an int) */
+        if (poll(fds, (nfds_t)k, (int)(left * 1000) + 1) < 0 && errno != EINTR) break;
         for (int i = 0; i < k; i++) {
             if (!fds[i].revents) continue;
             for (int r = 1; r < old; r++)
