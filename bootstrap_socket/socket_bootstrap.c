@@ -29,6 +29,14 @@
 #include "core/base/kit.h"
 #include "hidet_nccl/bootstrap.h"
 
+/* Whether a served rendezvous (hidet-nccl-run) is the hub. */
+static hidet_nccl_status_t served(hn_sk_state_t *s, char *msg, size_t n) {
+    const char *bad = hidet_nccl__setting_error(HN_SETTING_RENDEZVOUS_SERVED);
+    if (bad != NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", bad);
+    hidet_nccl__setting_int(HN_SETTING_RENDEZVOUS_SERVED, &s->served);
+    return HIDET_NCCL_SUCCESS;
+}
+
 /* Address, port and job key from params or the settings. */
 static hidet_nccl_status_t resolve_place(const hidet_nccl_socket_bootstrap_params_t *p, hn_sk_state_t *s, char *msg,
                                          size_t n) {
@@ -40,9 +48,10 @@ static hidet_nccl_status_t resolve_place(const hidet_nccl_socket_bootstrap_param
         port = -1;
         if (hidet_nccl__setting_is_set(HN_SETTING_MASTER_PORT)) hidet_nccl__setting_int(HN_SETTING_MASTER_PORT, &port);
         /* torchrun's agent already serves its own store on MASTER_PORT: meet on the next port,
-         * the same on every rank and node (open both in a firewall). */
+         * the same on every rank and node (open both in a firewall). A served rendezvous is on
+         * the port its launcher gave, whatever launcher started that one. */
         const char *agent = hidet_nccl__setting_str(HN_SETTING_TORCHELASTIC_USE_AGENT_STORE);
-        if (port > 0 && port < 65535 && agent != NULL && strcasecmp(agent, "true") == 0) {
+        if (port > 0 && port < 65535 && agent != NULL && strcasecmp(agent, "true") == 0 && !s->served) {
             HN_INFO("socket rendezvous: torchrun's agent holds MASTER_PORT %d; meeting on port %d", port, port + 1);
             port++;
         }
@@ -111,14 +120,6 @@ static void close_all(hn_sk_state_t *s) {
     free(s);
 }
 
-/* Whether a served rendezvous (hidet-nccl-run) is the hub. */
-static hidet_nccl_status_t served(hn_sk_state_t *s, char *msg, size_t n) {
-    const char *bad = hidet_nccl__setting_error(HN_SETTING_RENDEZVOUS_SERVED);
-    if (bad != NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", bad);
-    hidet_nccl__setting_int(HN_SETTING_RENDEZVOUS_SERVED, &s->served);
-    return HIDET_NCCL_SUCCESS;
-}
-
 /* The tables of rank 0's hub. */
 static hidet_nccl_status_t tables(hn_sk_state_t *s, char *msg, size_t n) {
     size_t k = (size_t)s->nranks;
@@ -126,12 +127,10 @@ static hidet_nccl_status_t tables(hn_sk_state_t *s, char *msg, size_t n) {
     s->jobs = malloc(k * sizeof *s->jobs);
     s->joins = calloc(k, sizeof *s->joins);
     s->waits = calloc(k, sizeof *s->waits);
+    for (int r = 0; s->fds && r < s->nranks; r++) s->fds[r] = -1; /* what close_all closes */
     if (!s->fds || !s->jobs || !s->joins || !s->waits)
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", s->nranks);
-    for (int r = 0; r < s->nranks; r++) {
-        s->fds[r] = -1;
-        s->jobs[r] = r;
-    }
+    for (int r = 0; r < s->nranks; r++) s->jobs[r] = r;
     return HIDET_NCCL_SUCCESS;
 }
 
@@ -143,7 +142,8 @@ static hidet_nccl_status_t socket_init(const void *params_v, const hidet_nccl_bo
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", why);
     hn_sk_state_t *s = calloc(1, sizeof *s);
     if (s == NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
-    hidet_nccl_status_t st = resolve_place(&p, s, msg, n);
+    hidet_nccl_status_t st = served(s, msg, n);
+    if (st == HIDET_NCCL_SUCCESS) st = resolve_place(&p, s, msg, n);
     if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__rank_field(p.rank, args->rank, "rank", 1, args, &s->rank, msg, n);
     if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__rank_field(p.nranks, args->nranks, "number of ranks", 1, args, &s->nranks, msg, n);
     if (st == HIDET_NCCL_SUCCESS)
@@ -153,7 +153,6 @@ static hidet_nccl_status_t socket_init(const void *params_v, const hidet_nccl_bo
     if (st == HIDET_NCCL_SUCCESS && (s->nranks < 1 || s->nranks > HN_SK_MAX_WORLD || s->rank >= s->nranks))
         st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "rank %d of %d ranks is out of range (1 .. %d ranks)",
                              s->rank, s->nranks, HN_SK_MAX_WORLD);
-    if (st == HIDET_NCCL_SUCCESS) st = served(s, msg, n);
     if (st == HIDET_NCCL_SUCCESS) st = tables(s, msg, n);
     s->job_rank = s->rank;
     if (st == HIDET_NCCL_SUCCESS && s->nranks > 1) st = job_secret(s, msg, n);

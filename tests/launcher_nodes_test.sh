@@ -156,6 +156,21 @@ check "--rendezvous socket on one host: a secret, no warning" not_in "without a 
 "$run" --rendezvous socket -n 1 sh -c 'echo "served=$HIDET_NCCL_RENDEZVOUS_SERVED at $MASTER_ADDR:$MASTER_PORT"' \
     >"$tmp/env.log" 2>&1
 check "--rendezvous socket: the ranks are told" grep -q "^served=1 at 127.0.0.1:[0-9]" "$tmp/env.log"
+# What the ranks inherit stays theirs and the served rendezvous': a HIDET_NCCL_JOB_KEY exported to
+# the launchers is the key it serves; torchrun's agent variable does not move the ranks off the
+# port it serves.
+p=$(port)
+export HIDET_NCCL_JOB_KEY=inherited-key TORCHELASTIC_USE_AGENT_STORE=True
+"$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout 30 "$peer" socket \
+    >"$tmp/k1.log" 2>&1 &
+node1=$!
+"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout 30 "$peer" socket \
+    >"$tmp/k0.log" 2>&1
+rc0=$?
+wait $node1
+rc1=$?
+unset HIDET_NCCL_JOB_KEY TORCHELASTIC_USE_AGENT_STORE
+check "an inherited job key and torchrun's agent variable: both nodes exit 0" [ "$rc0" -eq 0 -a "$rc1" -eq 0 ]
 p=$(port)
 python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("", int(sys.argv[1]))); s.listen(); time.sleep(5)' "$p" &
 holder=$!

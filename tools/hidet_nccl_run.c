@@ -1236,7 +1236,7 @@ static void serve_rendezvous(void) {
     g.nofile_saved = getrlimit(RLIMIT_NOFILE, &g.nofile) == 0;
     hidet_nccl_rendezvous_params_t p = HIDET_NCCL_RENDEZVOUS_PARAMS_INIT;
     p.port = g.master_port;
-    p.job_key = g.key[0] ? g.key : NULL;
+    p.job_key = g.key[0] ? g.key : given("HIDET_NCCL_JOB_KEY") ? getenv("HIDET_NCCL_JOB_KEY") : NULL; /* the ranks' */
     p.nranks = g.nnodes * g.n;
     p.timeout_s = g.timeout_s;
     if (hidet_nccl_rendezvous_start(&p, &g.rv) != HIDET_NCCL_SUCCESS)
