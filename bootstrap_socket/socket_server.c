@@ -18,7 +18,7 @@
 #include "bootstrap_socket/socket_io_int.h"
 #include "bootstrap_socket/socket_proof_int.h"
 #include "bootstrap_socket/socket_session_int.h"
-#include "core/base/status_int.h" /* the thread's message of a public function: HN_FAIL */
+#include "core/base/kit.h"
 #include "hidet_nccl/rendezvous.h"
 
 struct hidet_nccl_rendezvous {

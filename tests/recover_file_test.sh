@@ -85,14 +85,13 @@ check_job() {
 for ((i = 0; i < ROUNDS; i++)); do
     if ((i % 5 == 4)); then plan=0; n=3; elif ((i % 2 == 0)); then plan=1/0; n=3; else plan=r2; n=5; fi
     dir="$BASE/job$i"
-    mkdir -p "$dir/rdv" "$dir/out" "$dir/run"
-    chmod 700 "$dir/rdv" "$dir/run"
-    # The launcher's own private directory goes with it; the ranks meet in rdv, which the test
-    # looks at afterwards (env sets it over the launcher's HIDET_NCCL_RENDEZVOUS_DIR).
+    mkdir -p "$dir/rdv" "$dir/out"
+    chmod 700 "$dir/rdv"
+    # The ranks meet in rdv as it is (--rendezvous-dir with --job-key), which the test looks at
+    # afterwards: the launcher leaves a directory of the user's.
     t0=$(date +%s%N)
-    timeout -k 2 "$JOB_TIMEOUT" "$RUN" -n "$n" --keep-going --rendezvous-dir "$dir/run" --output-dir "$dir/out" \
-        /usr/bin/env HIDET_NCCL_RENDEZVOUS_DIR="$dir/rdv" "$PEER" "$plan" "$((1000 + i))" "$CALL_TIMEOUT" \
-        >"$dir/launcher.log" 2>&1
+    timeout -k 2 "$JOB_TIMEOUT" "$RUN" -n "$n" --keep-going --rendezvous-dir "$dir/rdv" --job-key "recover$i" \
+        --output-dir "$dir/out" "$PEER" "$plan" "$((1000 + i))" "$CALL_TIMEOUT" >"$dir/launcher.log" 2>&1
     rc=$? # 137 also when it ends well: a rank killed itself
     took_ms=$((($(date +%s%N) - t0) / 1000000))
     echo "job $took_ms" >>"$stats"

@@ -109,7 +109,7 @@ static struct {
     char **env_x;            /* -x VAR=VALUE and -x VAR, as given (the words of argv) */
     int n_env_x;
     char secret[65];         /* one node: a fresh random secret (HIDET_NCCL_JOB_SECRET), hex */
-    int shared_dir;          /* --nnodes with --rendezvous-dir: that directory, as it is */
+    int shared_dir;          /* --rendezvous-dir with --job-key (--nnodes: always): that directory, as it is */
     char rendezvous[PATH_MAX];
     int parent_fd, dir_fd; /* the private rendezvous directory's parent, and the directory itself */
     int output_fd;         /* --output-dir */
@@ -146,7 +146,9 @@ static void usage(FILE *f) {
             "                         the job: nodes may share DIR)\n"
             "      --timeout S        bootstrap and init deadline in seconds (HIDET_NCCL_TIMEOUT)\n"
             "      --rendezvous-dir D make the job's private rendezvous directory inside D\n"
-            "                         (default $TMPDIR or /tmp); it is removed on every exit\n"
+            "                         (default $TMPDIR or /tmp); it is removed on every exit.\n"
+            "                         With --job-key K: D itself, as it is (the ranks meet there\n"
+            "                         under K and remove their files; D stays)\n"
             "      --grace S          seconds between SIGTERM and SIGKILL when stopping ranks (5)\n"
             "      --nnodes N         number of nodes, each with its own hidet-nccl-run (1)\n"
             "      --node-rank K      this node's index, 0 .. N-1 (0); its ranks are K*n .. K*n+n-1\n"
@@ -505,7 +507,8 @@ static void check_nodes(void) {
                "every node sees (the shared-file bootstrap)", g.nnodes);
     if (g.nnodes > 1 && !g.master_addr && !g.job_key)
         die(2, "--nnodes %d with --rendezvous-dir needs a --job-key, the same on every node", g.nnodes);
-    g.shared_dir = g.nnodes > 1 && !g.master_addr;
+    /* Across nodes (checked above), or on one node when asked with a key: the user's directory. */
+    g.shared_dir = !g.master_addr && g.rendezvous_parent && g.job_key;
 }
 
 /* --trace-dir (or the default of --trace-on-failure): made if missing, given to the ranks. */
@@ -709,7 +712,8 @@ static void make_rendezvous(void) {
         snprintf(g.rendezvous, sizeof g.rendezvous, "%s", g.rendezvous_parent);
         return; /* the user's directory: the bootstrap removes its files, the directory stays */
     }
-    if (g.job_key) die(2, "--job-key goes with --nnodes or --master-addr (one node makes its own)");
+    if (g.job_key)
+        die(2, "--job-key goes with --nnodes, --master-addr or --rendezvous-dir (one node makes its own key)");
     fresh_key();
     const char *parent = g.rendezvous_parent ? g.rendezvous_parent : getenv("TMPDIR");
     if (parent == NULL || *parent == '\0') parent = "/tmp";

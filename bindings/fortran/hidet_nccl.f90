@@ -436,6 +436,20 @@ module hidet_nccl
       type(c_ptr), value, intent(in) :: params
       type(c_ptr), intent(out) :: bs
     end function
+    integer(c_int) function hidet_nccl_rendezvous_start(params, rv) bind(c, name="hidet_nccl_rendezvous_start")
+      import
+      type(c_ptr), value, intent(in) :: params
+      type(c_ptr), intent(out) :: rv
+    end function
+    integer(c_int) function hidet_nccl_rendezvous_port(rv, port) bind(c, name="hidet_nccl_rendezvous_port")
+      import
+      type(c_ptr), value, intent(in) :: rv
+      integer(c_int), intent(out) :: port
+    end function
+    integer(c_int) function hidet_nccl_rendezvous_stop(rv) bind(c, name="hidet_nccl_rendezvous_stop")
+      import
+      type(c_ptr), value, intent(in) :: rv
+    end function
     integer(c_int) function hidet_nccl_bootstrap_create_v2(ops, params, bs) &
         bind(c, name="hidet_nccl_bootstrap_create_v2")
       import

@@ -2,8 +2,8 @@
  * The kit: what the library's parts outside core/ (the bootstrap backends) may use of the core,
  * besides the public headers. Nothing else of core/ is theirs to include.
  *
- *   messages   HN_ENTER at the top of a public function; hidet_nccl__say for a backend's
- *              message buffer
+ *   messages   HN_ENTER at the top of a public function, HN_FAIL / HN_CHECK in it;
+ *              hidet_nccl__say for a backend's message buffer
  *   logging    HN_WARN / HN_INFO / HN_TRACE on stderr, by HIDET_NCCL_DEBUG
  *   clock      hidet_nccl__now, and a poller: spin, then sleep with back-off (and jitter)
  *              until a deadline
@@ -33,6 +33,28 @@ int hidet_nccl__enter(const char *public_func);
 void hidet_nccl__leave(int *entered);
 #define HN_ENTER() \
     int hn_entered_ __attribute__((cleanup(hidet_nccl__leave), unused)) = hidet_nccl__enter(__func__)
+
+/* A public function's failure (a backend's own public functions too, such as the rendezvous a
+ * launcher serves): sets the calling thread's message to "hidet_nccl: <public function>:
+ * <formatted>" and returns status. func names the function when no public call is under way. */
+hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *func,
+                                     const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define HN_FAIL(status, ...) hidet_nccl__fail((status), __func__, __VA_ARGS__)
+
+/* Returns from the enclosing function if expr fails; the callee has set the message. */
+#define HN_CHECK(expr)                                  \
+    do {                                                \
+        hidet_nccl_status_t hn_st_ = (expr);            \
+        if (hn_st_ != HIDET_NCCL_SUCCESS) return hn_st_; \
+    } while (0)
+
+#define HN_CHECK_NOT_NULL(ptr) \
+    do {                       \
+        if ((ptr) == NULL)     \
+            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "argument '%s' is NULL", #ptr); \
+    } while (0)
 
 /* Formats into a backend's message buffer (msg, msg_bytes; may be NULL/0) and returns st. */
 hidet_nccl_status_t hidet_nccl__say(char *msg, size_t msg_bytes, hidet_nccl_status_t st, const char *fmt, ...)
