@@ -36,10 +36,10 @@ run_job() { # NAME N PLAN [SEED]
         mode=(--nnodes 1 --node-rank 0 --master-addr 127.0.0.1 --master-port "$port")
     fi
     mkdir -p "$work/$name"
-    RECOVER_TEST_DIR=$work/$name timeout 240 "$launcher" -n "$n" "${mode[@]}" --keep-going --tag-output "${wrap[@]}" \
+    RECOVER_TEST_DIR=$work/$name timeout 90 "$launcher" -n "$n" "${mode[@]}" --keep-going --tag-output "${wrap[@]}" \
         "$bin/recover_gpu_test" "$plan" "$timeout_s" "$seed" >"$work/$name.log" 2>&1
     local rc=$?
-    [ "$rc" -eq 124 ] && { echo "recover.sh: $name HUNG (killed after 240 s)"; hangs=$((hangs + 1)); }
+    [ "$rc" -eq 124 ] && { echo "recover.sh: $name HUNG (killed after 90 s)"; hangs=$((hangs + 1)); }
     grep -E "timing:|FAILED|WRONG|exact|left out|recover:|: OK" "$work/$name.log" | sed "s/^/$name: /"
     local ok want=$5
     ok=$(grep -c "recover_gpu_test ($plan): OK" "$work/$name.log")
