@@ -935,4 +935,5 @@ const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_file_v3 = {
     .allgather = file_allgather,
     .finalize = file_finalize,
     .recover = hidet_nccl__bf_recover,
+    .peer_lost = hidet_nccl__bf_peer_lost,
 };

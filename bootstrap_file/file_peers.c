@@ -167,3 +167,23 @@ void hidet_nccl__bf_roster_read(hn_bf_state_t *s) {
     }
     free(data);
 }
+
+int hidet_nccl__bf_peer_lost(void *state, char *msg, size_t n) {
+    hn_bf_state_t *s = state;
+    char path[PATH_BYTES], why[768];
+    struct stat st;
+    hn_bf_join_t j;
+    for (int k = 0; k < HN_BF_PROBE_RANKS && k < s->nranks; k++) { /* a few ranks a call, in turn */
+        int r = (s->probe_next + k) % s->nranks;
+        if (r == s->rank) continue;
+        hidet_nccl__bf_recovery_path(s, s->epoch + 1, r, "", path, sizeof path);
+        if (lstat(path, &st) != 0 ||
+            hidet_nccl__bf_join_read(s, s->epoch + 1, (uint32_t)s->nranks, r, path, &j, why, sizeof why) != 1)
+            continue;
+        hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d of the shared-file rendezvous began recovery round "
+                        "%llu (its join is in %s)", r, (unsigned long long)(s->epoch + 1), s->dir);
+        return 1;
+    }
+    s->probe_next = (s->probe_next + HN_BF_PROBE_RANKS) % (s->nranks > 0 ? s->nranks : 1);
+    return 0;
+}

@@ -15,6 +15,12 @@ void hidet_nccl__bf_peer_note(hn_bf_state_t *s, int r, uint32_t pid, const char 
 /* 1 if rank r's process is known and is a process of this host that is gone. */
 int hidet_nccl__bf_peer_gone(const hn_bf_state_t *s, int r);
 
+/* The plug-in's peer_lost: 1 (why in msg) when a rank's join of the next recovery round, this
+ * job's, is in the directory. A dead process alone is not news (a rank that ended well is gone
+ * too). Looks at HN_BF_PROBE_RANKS ranks' joins a call, in turn (one lstat each). */
+#define HN_BF_PROBE_RANKS 16
+int hidet_nccl__bf_peer_lost(void *state, char *msg, size_t n);
+
 /* During a round: HIDET_NCCL_SUCCESS while rank r (the one awaited; role names it: "root",
  * "reader") may still come; HIDET_NCCL_ERROR_BOOTSTRAP, naming it, once it has left: its process,
  * known from an earlier round, is a process of this host that is gone, or it joined the next

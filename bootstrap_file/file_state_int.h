@@ -39,6 +39,7 @@ typedef struct {
     uint64_t epoch;      /* recovery rounds done: the next one is epoch + 1 */
     hn_bf_peer_t *peers; /* nranks: each rank's process, from the rounds that ended well, the roster and decisions */
     int roster;          /* rank 0: 1 once it put the roster (or found it can't), else 0 */
+    int probe_next;      /* the rank whose join peer_lost looks for first next time */
     hn_bf_last_round_t last;
 } hn_bf_state_t;
 

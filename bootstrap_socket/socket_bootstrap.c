@@ -24,6 +24,7 @@
 #include "bootstrap_socket/socket_format_int.h"
 #include "bootstrap_socket/socket_handshake_int.h"
 #include "bootstrap_socket/socket_io_int.h"
+#include "bootstrap_socket/socket_news_int.h"
 #include "bootstrap_socket/socket_recover_int.h"
 #include "bootstrap_socket/socket_rounds_int.h"
 #include "core/base/kit.h"
@@ -228,4 +229,5 @@ const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_socket_v3 = {
     .finalize = socket_finalize,
     .recover = socket_recover,
     .recover_unsupported = NULL,
+    .peer_lost = hidet_nccl__sk_peer_lost,
 };

@@ -140,7 +140,7 @@ static hidet_nccl_status_t hub_round(hn_sk_state_t *s, uint64_t epoch, double wa
     for (int r = 1; r < old; r++) joined[r] = s->fds[r] >= 0 && s->joins[r] == epoch;
     char text[64]; /* a rank in a round, or about to start one, hears of it at once */
     snprintf(text, sizeof text, "rank 0 began recovery round %llu: join it", (unsigned long long)epoch);
-    hidet_nccl__sk_hub_tell(s, text);
+    hidet_nccl__sk_hub_tell(s, epoch, text);
     for (;;) {
         int k = 0;
         for (int r = 1; r < old; r++)

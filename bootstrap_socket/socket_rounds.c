@@ -33,13 +33,14 @@ int hidet_nccl__sk_send_kind(const hn_sk_state_t *s, int fd, int kind, uint64_t 
     return rc;
 }
 
-void hidet_nccl__sk_hub_tell(hn_sk_state_t *s, const char *why) {
+void hidet_nccl__sk_hub_tell(hn_sk_state_t *s, uint64_t epoch, const char *why) {
     char text[HN_SK_MAX_REFUSE + 1], ignored[128];
     snprintf(text, sizeof text, "%s", why);
     double soon = hidet_nccl__now() + 0.5; /* a few bytes: at once, unless that rank has stopped reading */
     for (int r = 1; r < s->nranks; r++)
         if (s->fds[r] >= 0)
-            hidet_nccl__sk_send_kind(s, s->fds[r], HN_SK_KIND_FAIL, 0, text, strlen(text), soon, ignored, sizeof ignored);
+            hidet_nccl__sk_send_kind(s, s->fds[r], HN_SK_KIND_FAIL, epoch, text, strlen(text), soon, ignored,
+                                     sizeof ignored);
 }
 
 void hidet_nccl__sk_hub_lost(hn_sk_state_t *s, int r, const char *why) {
@@ -49,7 +50,7 @@ void hidet_nccl__sk_hub_lost(hn_sk_state_t *s, int r, const char *why) {
     snprintf(text, sizeof text, "%s closed its connection to rank 0 (%s): it gave up at its deadline, failed, died or left",
              hidet_nccl__sk_who(s, r, s->jobs[r], w, sizeof w), why);
     HN_INFO("socket rendezvous: %s", text);
-    hidet_nccl__sk_hub_tell(s, text);
+    hidet_nccl__sk_hub_tell(s, 0, text);
 }
 
 static const char *hub_name(const hn_sk_state_t *s) { return hidet_nccl__sk_hub(s); }
@@ -143,7 +144,7 @@ static hidet_nccl_status_t recv_data(hn_sk_state_t *s, int from, uint64_t tag, v
         char text[HN_SK_MAX_REFUSE];
         snprintf(text, sizeof text, "%s began recovery round %llu: join it",
                  hidet_nccl__sk_who(s, from, s->jobs[from], w, sizeof w), (unsigned long long)d.tag);
-        hidet_nccl__sk_hub_tell(s, text);
+        hidet_nccl__sk_hub_tell(s, 0, text);
         st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank 0: round %llu cannot complete: %s",
                              (unsigned long long)tag, text);
     } else
@@ -159,7 +160,7 @@ static hidet_nccl_status_t hub_whole(hn_sk_state_t *s, uint64_t tag, char *msg, 
         char text[HN_SK_MAX_REFUSE], w[64];
         snprintf(text, sizeof text, "%s is gone since an earlier round: call the recovery round",
                  hidet_nccl__sk_who(s, r, s->jobs[r], w, sizeof w));
-        hidet_nccl__sk_hub_tell(s, text);
+        hidet_nccl__sk_hub_tell(s, 0, text);
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank 0: round %llu cannot start: %s",
                                (unsigned long long)tag, text);
     }

@@ -19,8 +19,9 @@ hidet_nccl_status_t hidet_nccl__sk_allgather(hn_sk_state_t *s, const void *send,
 int hidet_nccl__sk_send_kind(const hn_sk_state_t *s, int fd, int kind, uint64_t tag, const void *body, size_t bytes,
                              double deadline, char *why, size_t why_bytes);
 
-/* Rank 0's hub: tells every rank still connected (fail message) that the rounds cannot go on. */
-void hidet_nccl__sk_hub_tell(hn_sk_state_t *s, const char *why);
+/* Rank 0's hub: tells every rank still connected (fail message) that the rounds cannot go on;
+ * epoch: the recovery round that began (its tag: news for a rank waiting on a communicator), or 0. */
+void hidet_nccl__sk_hub_tell(hn_sk_state_t *s, uint64_t epoch, const char *why);
 /* Rank 0's hub: rank r's connection is over (closed: gone), and every other rank is told why. */
 void hidet_nccl__sk_hub_lost(hn_sk_state_t *s, int r, const char *why);
 

@@ -141,10 +141,11 @@ static void send_kind(hn_sk_session_t *s, hn_sk_conn_t *c, int kind, uint32_t wo
     hidet_nccl__sk_blob_unref(b);
 }
 
-/* A fail message (why, printable, at most HN_SK_MAX_REFUSE bytes) to member i, or to every rank
- * still connected but `except` when i < 0. */
-static void tell(hn_sk_session_t *s, int i, int except, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void tell(hn_sk_session_t *s, int i, int except, const char *fmt, ...) {
+/* A fail to rank i (i < 0: every live rank but except); epoch: the recovery round it announces
+ * (a rank waiting on a communicator takes it as news: socket_news.c), 0 for any other word. */
+static void tell(hn_sk_session_t *s, int i, int except, uint64_t epoch, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void tell(hn_sk_session_t *s, int i, int except, uint64_t epoch, const char *fmt, ...) {
     char text[HN_SK_MAX_REFUSE + 1];
     va_list ap;
     va_start(ap, fmt);
@@ -152,7 +153,7 @@ static void tell(hn_sk_session_t *s, int i, int except, const char *fmt, ...) {
     va_end(ap);
     for (int r = 0; r < s->world; r++)
         if ((i < 0 ? r != except : r == i) && alive(s, r))
-            send_kind(s, &s->m[r].c, HN_SK_KIND_FAIL, (uint32_t)s->world, 0, text, strlen(text));
+            send_kind(s, &s->m[r].c, HN_SK_KIND_FAIL, (uint32_t)s->world, epoch, text, strlen(text));
 }
 
 static void end_allgather(hn_sk_session_t *s) {
@@ -168,7 +169,7 @@ static void breaks(hn_sk_session_t *s, const char *why) {
     HN_INFO("socket rendezvous session %d (%d ranks): %s; its rounds wait for a recovery round", s->id, s->world, why);
     s->state = BROKEN;
     end_allgather(s);
-    tell(s, -1, -1, "%s", why);
+    tell(s, -1, -1, 0, "%s", why);
 }
 
 /* Member i's connection is over (closed, failed, or it broke the protocol: why). */
@@ -282,25 +283,25 @@ static void on_join(hn_sk_session_t *s, int i, const hidet_nccl__sk_msg_t *m) {
     char w[64];
     if (s->state == RECOVERING) {
         if (m->tag != s->r_epoch)
-            THEN_RETURN(tell(s, i, -1, "joined recovery round %llu while round %llu is under way",
+            THEN_RETURN(tell(s, i, -1, 0, "joined recovery round %llu while round %llu is under way",
                         (unsigned long long)m->tag, (unsigned long long)s->r_epoch));
         s->m[i].joined = 1;
         return;
     }
     if (m->tag != s->epoch + 1)
-        THEN_RETURN(tell(s, i, -1, "joined recovery round %llu; this bootstrap's next is %llu", (unsigned long long)m->tag,
+        THEN_RETURN(tell(s, i, -1, 0, "joined recovery round %llu; this bootstrap's next is %llu", (unsigned long long)m->tag,
                     (unsigned long long)(s->epoch + 1)));
-    state_t was = s->state;
     s->state = RECOVERING;
     s->r_epoch = m->tag;
     s->r_start = hidet_nccl__now();
     s->r_until = s->r_start + m->wait_ms / 1000.0;
     end_allgather(s);
     for (int r = 0; r < s->world; r++) s->m[r].joined = r == i;
-    HN_INFO("socket rendezvous session %d: %s began recovery round %llu (waits up to %.3f s)", s->id,
-            who(s, i, w, sizeof w), (unsigned long long)m->tag, m->wait_ms / 1000.0);
-    if (was == RUNNING) /* ranks in a round, or about to start one, hear of it at once */
-        tell(s, -1, i, "%s began recovery round %llu: join it", w, (unsigned long long)m->tag);
+    who(s, i, w, sizeof w); /* named here: HN_INFO evaluates its arguments only at INFO */
+    HN_INFO("socket rendezvous session %d: %s began recovery round %llu (waits up to %.3f s)", s->id, w,
+            (unsigned long long)m->tag, m->wait_ms / 1000.0);
+    /* every rank hears of it at once: in a round, about to start one, or waiting on a communicator */
+    tell(s, -1, i, m->tag, "%s began recovery round %llu: join it", w, (unsigned long long)m->tag);
 }
 
 /* Decides the recovery round under way: every rank still connected that joined goes on. */
@@ -379,7 +380,7 @@ static void on_message(hn_sk_session_t *s, int i, const uint8_t *buf, size_t len
         THEN_RETURN(violates(s, i, why));
     }
     if (s->state == RECOVERING && !s->m[i].joined) /* it has not heard yet: it will */
-        THEN_RETURN(tell(s, i, -1, "recovery round %llu is under way: join it", (unsigned long long)s->r_epoch));
+        THEN_RETURN(tell(s, i, -1, s->r_epoch, "recovery round %llu is under way: join it", (unsigned long long)s->r_epoch));
     if (s->state != RUNNING) return; /* broken: the ranks were told; their rounds are dropped */
     if (m.kind == HN_SK_KIND_DATA) on_broadcast(s, i, &m, buf, len);
     else on_part(s, i, &m);

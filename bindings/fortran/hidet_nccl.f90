@@ -465,6 +465,11 @@ module hidet_nccl
       integer(c_int), dimension(*), intent(out) :: kept
       integer(c_int), intent(out) :: n_kept
     end function
+    integer(c_int) function hidet_nccl_bootstrap_news(bs, recovering) bind(c, name="hidet_nccl_bootstrap_news")
+      import
+      type(c_ptr), value, intent(in) :: bs
+      integer(c_int), intent(out) :: recovering
+    end function
     integer(c_int) function hidet_nccl_bootstrap_load(path, params, bs) bind(c, name="hidet_nccl_bootstrap_load")
       import
       character(kind=c_char), dimension(*), intent(in) :: path

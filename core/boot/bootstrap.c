@@ -71,7 +71,7 @@ static hidet_nccl_status_t as_v3(const void *ops_v, int version, const char *whe
     }
     *out = (hidet_nccl_bootstrap_t){v2->name, version, v2->init, v2->rank_size, v2->local_rank, v2->broadcast,
                                     v2->allgather, v2->finalize, NULL,
-                                    "it is a version 2 plug-in (recovery came with version 3)"};
+                                    "it is a version 2 plug-in (recovery came with version 3)", NULL};
     return HIDET_NCCL_SUCCESS;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base/log_int.h"
 #include "core/base/status_int.h"
 #include "core/boot/bootstrap_int.h"
 #include "core/boot/bootstrap_recover_int.h"
@@ -108,5 +109,18 @@ hidet_nccl_status_t hidet_nccl_bootstrap_recover(hidet_nccl_bootstrap_h bs, doub
     for (int r = 0; kept != NULL && r < size; r++) kept[r] = k[r];
     if (n_kept != NULL) *n_kept = n;
     free(k);
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_bootstrap_news(hidet_nccl_bootstrap_h bs, int *recovering) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(bs);
+    HN_CHECK_NOT_NULL(recovering);
+    *recovering = 0;
+    if (bs->left_out) return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "%s", bs->left_why);
+    if (bs->ops.peer_lost == NULL || atomic_load(&bs->busy)) return HIDET_NCCL_SUCCESS;
+    char why[BACKEND_MSG] = "";
+    *recovering = bs->ops.peer_lost(bs->state, why, sizeof why) == 1;
+    if (*recovering) HN_INFO("bootstrap '%s': %s", bs->ops.name, why);
     return HIDET_NCCL_SUCCESS;
 }

@@ -11,6 +11,7 @@
 #include "core/boot/bootstrap_int.h"
 #include "core/boot/comm_bootstrap_int.h"
 #include "core/comm/comm_destroy_int.h"
+#include "core/comm/comm_health_int.h"
 
 typedef struct {
     hn_comm_boot_t b;
@@ -67,8 +68,26 @@ static int room_locked(int comm_id) {
     return 1;
 }
 
+/* comm_wait's news: the kept bootstrap's peer_lost, unless a recovery holds it (the bootstrap is
+ * then in its round: the record is busy). */
+static int peer_news(int comm_id, char *why, size_t n) {
+    int news = 0;
+    pthread_mutex_lock(&g_lock);
+    if (comm_id >= 0 && comm_id < g_capacity && g_records[comm_id].present && !g_records[comm_id].busy) {
+        hidet_nccl_bootstrap_h bs = g_records[comm_id].b.bs;
+        if (bs != NULL && bs->ops.peer_lost != NULL) { /* the lock keeps a recovery from taking it meanwhile */
+            why[0] = '\0';
+            news = bs->ops.peer_lost(bs->state, why, n) == 1;
+            why[n - 1] = '\0';
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    return news;
+}
+
 void hidet_nccl__comm_keep_bootstrap(int comm_id, hidet_nccl_bootstrap_h bs, int device) {
     hidet_nccl__at_comm_drop(drop_one, drop_all);
+    if (bs->ops.peer_lost != NULL) hidet_nccl__at_comm_wait(peer_news);
     hn_comm_boot_t b;
     memset(&b, 0, sizeof b);
     snprintf(b.name, sizeof b.name, "%s", bs->ops.name);

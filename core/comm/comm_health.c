@@ -1,6 +1,7 @@
 /* Failures after init: hidet_nccl_comm_check, hidet_nccl_comm_wait, hidet_nccl_comm_abort,
  * and the per-communicator error policy they apply. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -95,6 +96,10 @@ hidet_nccl_status_t hidet_nccl_comm_abort(int comm_id) {
     return HIDET_NCCL_SUCCESS;
 }
 
+static _Atomic(hn_peer_news_fn) g_news;
+
+void hidet_nccl__at_comm_wait(hn_peer_news_fn news) { atomic_store(&g_news, news); }
+
 hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, double timeout_s) {
     HN_ENTER();
     HN_CHECK(hidet_nccl__deadline_seconds(timeout_s, "timeout_s", &timeout_s)); /* HIDET_NCCL_DEFAULT_TIMEOUT is 0 */
@@ -105,6 +110,8 @@ hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, doubl
     snprintf(what, sizeof what, "comm_wait for the work queued on stream %p", (void *)stream);
     hn_poll_t poll; /* spin for a short collective; then at most ~1 ms late */
     hidet_nccl__poll_begin(&poll, timeout_s, 50e-6, 2000, 1000000, 0);
+    hn_peer_news_fn news = atomic_load(&g_news);
+    double next_news = hidet_nccl__now() + HN_PEER_NEWS_EVERY_S;
     for (;;) {
         cudaError_t q = cudaStreamQuery(stream);
         /* Checked after the query: work that finished with an error is not taken as done. */
@@ -116,6 +123,17 @@ hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, doubl
             st = hidet_nccl__cuda_fail(__func__, "cudaStreamQuery", q);
             hidet_nccl__append_error("awaiting communicator id %d", comm_id);
             return hidet_nccl__comm_failed(comm_id, st, 0, "its stream failed in hidet_nccl_comm_wait");
+        }
+        char heard[512];
+        if (news != NULL && hidet_nccl__now() >= next_news) { /* a survivor whose NCCL saw nothing hears it here */
+            next_news = hidet_nccl__now() + HN_PEER_NEWS_EVERY_S;
+            if (news(comm_id, heard, sizeof heard)) {
+                st = HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP,
+                             "the work queued on stream %p cannot finish: communicator id %d's rendezvous says %s; "
+                             "recover it (hidet_nccl_comm_recover) with the others",
+                             (void *)stream, comm_id, heard);
+                return hidet_nccl__comm_failed(comm_id, st, 1, "hidet_nccl_comm_wait heard a peer began recovery");
+            }
         }
         if (hidet_nccl__poll_expired(&poll)) {
             char who[64];

@@ -129,6 +129,13 @@ typedef struct {
                                    char *msg, size_t msg_bytes);
     /* Why this bootstrap cannot recover, for the message when recover is NULL (may be NULL). */
     const char *recover_unsupported;
+    /* Optional (NULL: never asked). Without blocking and without taking anything a later call
+     * needs: 1 (and why in msg) when the backend already knows that a rank of the current
+     * numbering died or began a recovery round, else 0. The library asks it, at most every
+     * 50 ms, while hidet_nccl_comm_wait waits on a communicator made over this bootstrap, so that
+     * a survivor whose NCCL has not seen the death (over NET only the dead rank's neighbours see
+     * it at once; over NVLink nobody does) stops waiting and joins the recovery round. */
+    int (*peer_lost)(void *state, char *msg, size_t msg_bytes);
 } hidet_nccl_bootstrap_v3_t;
 
 /* The newest version, what new plug-ins implement. */
@@ -201,6 +208,12 @@ hidet_nccl_status_t hidet_nccl_bootstrap_allgather(hidet_nccl_bootstrap_h bs, co
  * the round: the others may have gone on without this rank, so the handle then takes only
  * destroy (every other call says why). */
 hidet_nccl_status_t hidet_nccl_bootstrap_recover(hidet_nccl_bootstrap_h bs, double timeout_s, int *kept, int *n_kept);
+/* Without blocking: *recovering = 1 when the bootstrap already knows that a rank began a
+ * recovery round (its peer_lost: the socket rendezvous's notice, a join in the rendezvous
+ * directory), else 0 (also for a bootstrap that cannot tell). hidet_nccl_comm_wait asks it for a
+ * communicator made over the bootstrap; a program that makes its communicators itself asks it
+ * while it waits on them, then calls hidet_nccl_bootstrap_recover. */
+hidet_nccl_status_t hidet_nccl_bootstrap_news(hidet_nccl_bootstrap_h bs, int *recovering);
 
 /* ---------------------------------------------------------------- size-versioned structs
  *

@@ -58,9 +58,11 @@ static int count_files(const char *dir, const char *part) {
  *   r<S>    hidet_nccl_bootstrap_recover with a deadline of S seconds (the decider waits S/2)
  *   w       waits for a byte from the test on its pipe
  *   s<MS>   sleeps MS ms
+ *   n<MS>   asks hidet_nccl_bootstrap_news every 5 ms until it says a round began, at most MS ms
  *   k       kills itself (SIGKILL)
  * then destroys the bootstrap. Each call writes one line to <base>/out.<label>.<rank>:
  *   allgather <status> <seconds> <message>
+ *   news <status> <recovering> <seconds>
  *   recover <status> <seconds> <n_kept> <rank> <size> <local rank> <local size> <kept flags> <message>
  * stderr (the library's warnings) goes to <base>/out.<label>.<rank>.err. */
 #define CALL_S 30.0
@@ -122,6 +124,13 @@ static void run_steps(const char *dir, const char *key, const char *secret, int 
             if (poll(&pfd, 1, 60000) != 1 || read(go, &c, 1) != 1) fprintf(out, "wait timed out\n");
         } else if (op == 's') {
             usleep((useconds_t)arg * 1000);
+        } else if (op == 'n') {
+            int heard = 0;
+            hidet_nccl_status_t st;
+            while ((st = hidet_nccl_bootstrap_news(bs, &heard)) == HIDET_NCCL_SUCCESS && !heard &&
+                   now_s() - t0 < arg / 1000.0)
+                usleep(5000);
+            fprintf(out, "news %d %d %.3f\n", st, heard, now_s() - t0);
         } else if (op == 'k') {
             fflush(out);
             kill(getpid(), SIGKILL);
@@ -539,6 +548,34 @@ static void test_dead_peer_fails_fast(void) {
 }
 
 /* One rank: recover takes no file and keeps it; a bad epoch is refused with the numbers. */
+/* Rank 2 begins a recovery round on its own (its communicator failed where the others' did not
+ * see it): ranks 0 and 1 hear it through hidet_nccl_bootstrap_news (what comm_wait asks) within
+ * a poll or two, with no bootstrap call of their own, and join; nobody is lost. No news before. */
+static void test_news(void) {
+    char dir[PATH_MAX];
+    new_dir(dir, sizeof dir);
+    rank_t r[3] = {start(dir, "news", "news", NULL, 0, 3, "a n0 n5000 r10 a"),
+                   start(dir, "news", "news", NULL, 1, 3, "a n0 n5000 r10 a"),
+                   start(dir, "news", "news", NULL, 2, 3, "a n0 s300 r10 a")};
+    for (int i = 0; i < 3; i++) finish(&r[i]);
+    for (int i = 0; i < 3; i++) {
+        char before[256], heard[256], rec[4096], after[4096];
+        line_of("news", i, "news", 0, before, sizeof before);
+        line_of("news", i, "news", 1, heard, sizeof heard);
+        line_of("news", i, "recover", 0, rec, sizeof rec);
+        line_of("news", i, "allgather", 1, after, sizeof after);
+        CU_ASSERT(strncmp(before, "news 0 0 ", 9) == 0);
+        if (i < 2) {
+            double took = -1;
+            CU_ASSERT(sscanf(heard, "news 0 1 %lf", &took) == 1 && took < 2.0);
+            printf("\n    rank %d heard of rank 2's round after %.3f s", i, took);
+        }
+        CU_ASSERT(strncmp(rec, "recover 0 ", 10) == 0 && strstr(rec, " 3 ") != NULL && strstr(rec, " 111 ") != NULL);
+        CU_ASSERT(strncmp(after, "allgather 0 ", 12) == 0);
+    }
+    CU_ASSERT_EQUAL(count_files(dir, ""), 0);
+}
+
 static void test_alone(void) {
     char dir[PATH_MAX];
     new_dir(dir, sizeof dir);
@@ -578,6 +615,7 @@ int main(void) {
         {"corrupt and foreign joins refused with a message", test_corrupt_and_foreign_joins},
         {"a decider that dies before deciding is taken over", test_decider_dies},
         {"a wait on a peer that left fails at once", test_dead_peer_fails_fast},
+        {"news of a round: the others hear it and join", test_news},
         {"one rank; a bad epoch", test_alone},
         {NULL, NULL},
     };

@@ -286,6 +286,41 @@ static void test_hub_rank0_dead(void) {
     CU_ASSERT_EQUAL(run_job(hub_rank0_main, 3, 0, want), 3);
 }
 
+/* ---------------------------------------------------------------- news of a round */
+
+/* The last rank begins a recovery round on its own (its communicator failed where the others'
+ * did not see it): the others hear it through hidet_nccl_bootstrap_news (what comm_wait asks)
+ * without a bootstrap call of their own, and join; nobody is lost. With rank 0's hub, rank 0
+ * hears the join, and the others rank 0's notice once it began. No news before. */
+static void news_main(int port, int rank, int n) {
+    hidet_nccl_bootstrap_h bs = join_job(port, rank, n);
+    id_round(bs, 0);
+    int heard = -1, kept[4] = {0}, n_kept = 0;
+    EXPECT(hidet_nccl_bootstrap_news(bs, &heard) == HIDET_NCCL_SUCCESS && heard == 0);
+    if (rank == n - 1) {
+        usleep(200 * 1000);
+    } else {
+        double t0 = now();
+        while (heard == 0 && now() - t0 < 5) {
+            EXPECT(hidet_nccl_bootstrap_news(bs, &heard) == HIDET_NCCL_SUCCESS);
+            usleep(5000);
+        }
+        EXPECT(heard == 1);
+    }
+    EXPECT(hidet_nccl_bootstrap_recover(bs, 10, kept, &n_kept) == HIDET_NCCL_SUCCESS);
+    EXPECT(n_kept == n);
+    id_round(bs, 1);
+    EXPECT(hidet_nccl_bootstrap_news(bs, &heard) == HIDET_NCCL_SUCCESS && heard == 0);
+    EXPECT(hidet_nccl_bootstrap_destroy(bs) == HIDET_NCCL_SUCCESS);
+}
+
+static void test_news(void) {
+    job_env(1, "20");
+    CU_ASSERT_EQUAL(run_job(news_main, 3, 1, NULL), 3);
+    job_env(0, "20");
+    CU_ASSERT_EQUAL(run_job(news_main, 3, 0, NULL), 3);
+}
+
 /* ---------------------------------------------------------------- the API */
 
 static void test_rendezvous_api(void) {
@@ -334,6 +369,7 @@ int main(void) {
         {"the rendezvous stops: the ranks say it is gone", test_served_gone},
         {"rank 0's hub: rank 2 dies, rank 0 decides", test_hub_death},
         {"rank 0's hub: rank 0 dies, recover fails at once saying why", test_hub_rank0_dead},
+        {"news of a round: the others hear it and join", test_news},
         {"the rendezvous' parameters", test_rendezvous_api},
         {NULL, NULL},
     };

@@ -47,6 +47,7 @@ _PROTOTYPES = {
     "hidet_nccl_bootstrap_create_v1": (_INT, [_VOID_P, _VOID_P, _VOID_PP]),
     "hidet_nccl_bootstrap_create_v2": (_INT, [_VOID_P, _VOID_P, _VOID_PP]),
     "hidet_nccl_bootstrap_recover": (_INT, [_VOID_P, ctypes.c_double, _c_int_p, _c_int_p]),
+    "hidet_nccl_bootstrap_news": (_INT, [_VOID_P, _c_int_p]),
     "hidet_nccl_bootstrap_load": (_INT, [ctypes.c_char_p, _VOID_P, _VOID_PP]),
     "hidet_nccl_bootstrap_from_env": (_INT, [_VOID_PP]),
     "hidet_nccl_bootstrap_file": (_INT, [_VOID_P, _VOID_PP]),

@@ -1,0 +1,48 @@
+/* The plug-in's peer_lost for the socket rendezvous: without blocking, whether the hub has
+ * already told this rank that a recovery round began (the notice with its epoch, or a decision,
+ * waiting on its connection), or, at rank 0's hub, whether a rank's join waits. It only peeks:
+ * what waits stays for the round that reads it. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "bootstrap_socket/socket_state_int.h"
+
+/* 1 when what waits on fd says a recovery round began (why in msg), 0 when nothing does yet. A
+ * closed connection or a death notice alone is not news here: a rank that ended well closes its
+ * connection too, and this rank's own work may still finish. */
+static int news_on(const hn_sk_state_t *s, int fd, const char *who, char *msg, size_t n) {
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN)) return 0;
+    uint8_t m[HN_SK_HEADER + HN_SK_MAX_REFUSE + 64];
+    ssize_t got = recv(fd, m, sizeof m, MSG_PEEK | MSG_DONTWAIT);
+    size_t total;
+    char why[128];
+    if (got < (ssize_t)HN_SK_HEADER || hidet_nccl__sk_total(m, &total, why, sizeof why) != 0 || total > (size_t)got)
+        return 0; /* not a whole message yet (or too large for a notice): the round that reads it judges it */
+    hidet_nccl__sk_msg_t d;
+    if (hidet_nccl__sk_parse(m, total, &d, why, sizeof why) != 0 || strcmp(d.key, s->key) != 0 ||
+        memcmp(d.nonce, s->session, HN_SK_NONCE) != 0)
+        return 0;
+    if (d.kind == HN_SK_KIND_JOIN || d.kind == HN_SK_KIND_DECIDE || (d.kind == HN_SK_KIND_FAIL && d.tag != 0)) {
+        hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "%s: a rank began recovery round %llu (a %s waits)", who,
+                        (unsigned long long)(d.kind == HN_SK_KIND_FAIL ? d.tag : s->epoch + 1),
+                        d.kind == HN_SK_KIND_JOIN ? "join" : d.kind == HN_SK_KIND_DECIDE ? "decision" : "notice");
+        return 1;
+    }
+    return 0;
+}
+
+int hidet_nccl__sk_peer_lost(void *state, char *msg, size_t n) {
+    const hn_sk_state_t *s = state;
+    if (s->nranks == 1) return 0;
+    if (s->served || s->rank != 0) return s->fds[0] >= 0 && news_on(s, s->fds[0], hidet_nccl__sk_hub(s), msg, n);
+    char who[32];
+    for (int r = 1; r < s->nranks; r++) {
+        snprintf(who, sizeof who, "rank %d", r);
+        if (s->fds[r] >= 0 && news_on(s, s->fds[r], who, msg, n)) return 1;
+    }
+    return 0;
+}
