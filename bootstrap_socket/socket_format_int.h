@@ -85,7 +85,4 @@ int hidet_nccl__sk_parse(const uint8_t *buf, size_t len, hidet_nccl__sk_msg_t *m
 /* How many of the ranks 0 .. world-1 a decision's bits keep. */
 int hidet_nccl__sk_count_kept(const uint8_t *bits, uint32_t world);
 
-/* How many of the ranks 0 .. world-1 a decision's bits keep. */
-int hidet_nccl__sk_count_kept(const uint8_t *bits, uint32_t world);
-
 #endif
