@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "hidet_nccl/bootstrap.h"
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
 #include "tools/support/fake_nccl.h"
@@ -254,6 +255,13 @@ static void test_shrink_and_revoke(void) {
     HN_ASSERT_STATUS(hidet_nccl_comm_split(child, 0, 0, &split), HIDET_NCCL_ERROR_INVALID_COMM, "hidet_nccl_comm_shrink");
     HN_ASSERT_STATUS(hidet_nccl_comm_wait(child, STREAM, 1.0), HIDET_NCCL_ERROR_INVALID_COMM, "failed");
     HN_ASSERT_STATUS(hidet_nccl_comm_rank(child, &rank), HIDET_NCCL_SUCCESS, NULL);
+    /* Recovery needs the bootstrap a communicator was made over: a borrowed one and a shrink's
+     * child (failed, so it is a recovery's case) are refused at once, saying what to do. */
+    int rec = -1;
+    HN_ASSERT_STATUS(hidet_nccl_comm_recover(id, 5, &rec, NULL), HIDET_NCCL_ERROR_INVALID_USAGE, "is borrowed");
+    HN_ASSERT_STATUS(hidet_nccl_comm_recover(child, 5, &rec, NULL), HIDET_NCCL_ERROR_INVALID_USAGE,
+                     "was not made over a bootstrap");
+    CU_ASSERT_EQUAL(rec, -1);
     int grandchild = -1;
     HN_ASSERT_STATUS(hidet_nccl_comm_shrink(child, 0, NULL, HIDET_NCCL_SHRINK_ABORT, &grandchild), HIDET_NCCL_SUCCESS,
                      NULL);
@@ -1102,7 +1110,7 @@ int main(int argc, char **argv) {
         {"bad tags and trace directories", test_bad_tags_and_dirs},
         {"a dump that cannot be written leaves nothing", test_full_disk},
         {"an abort dumps", test_abort_dumps},
-        {"shrink and revoke: checks, failed ids, versions", test_shrink_and_revoke},
+        {"shrink and revoke: checks, failed ids, versions; recover refused without a bootstrap", test_shrink_and_revoke},
         {"the report names every kind of divergence", test_report_kinds},
         {"hostile dumps refused", test_hostile_dumps},
         {"a recovered communicator names the one it came from", test_recovered_link},
