@@ -42,9 +42,10 @@ static hidet_nccl_status_t apply(hn_sk_state_t *s, uint64_t epoch, const uint8_t
         char set[SET_BYTES], w[64];
         list_set(bits, s->nranks, set, sizeof set);
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
-                               "%s was left out of recovery round %llu: %s decided without it (it waits at most %.3f s "
-                               "after the first join for ranks neither joined nor known dead); ranks %s (of %d) went "
-                               "on", hidet_nccl__sk_who(s, s->rank, s->job_rank, w, sizeof w), (unsigned long long)epoch,
+                               "%s was left out of recovery round %llu: %s decided without it (it waits, for ranks "
+                               "neither joined nor known dead, half the recovery timeout of the rank that began the "
+                               "round; this rank's own would be %.3f s); ranks %s (of %d) went on",
+                               hidet_nccl__sk_who(s, s->rank, s->job_rank, w, sizeof w), (unsigned long long)epoch,
                                hidet_nccl__sk_hub(s), wait_s, set, s->nranks);
     }
     s->rank = below;
