@@ -23,24 +23,28 @@ int hidet_nccl__bf_peer_gone(const hn_bf_state_t *s, int r) {
            hidet_nccl__bf_process_gone(s->peers[r].pid, s->peers[r].host);
 }
 
+/* 1 when rank r's own process has joined the next recovery round (*j, its path): not a join of
+ * another process (a job with this key that crashed, without a secret to tell them apart), nor
+ * one of a dead process when this rank's process was never seen. */
+static int joined_next(const hn_bf_state_t *s, int r, char *path, size_t path_size, hn_bf_join_t *j) {
+    char why[768];
+    struct stat st;
+    hidet_nccl__bf_recovery_path(s, s->epoch + 1, r, "", path, path_size);
+    if (lstat(path, &st) != 0 ||
+        hidet_nccl__bf_join_read(s, s->epoch + 1, (uint32_t)s->nranks, r, path, j, why, sizeof why) != 1)
+        return 0;
+    const hn_bf_peer_t *p = &s->peers[r];
+    return p->pid != 0 ? p->pid == j->pid && strcmp(p->host, j->host) == 0 : !hidet_nccl__bf_process_gone(j->pid, j->host);
+}
+
 hidet_nccl_status_t hidet_nccl__bf_peer_left(const hn_bf_state_t *s, int r, const char *role, char *msg, size_t n) {
     if (hidet_nccl__bf_peer_gone(s, r))
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                                "rank %d (%s) is dead: its process (pid %u on this host, '%s') is gone", r, role,
                                s->peers[r].pid, s->host);
-    char path[PATH_BYTES], why[768];
-    struct stat st;
+    char path[PATH_BYTES];
     hn_bf_join_t j;
-    hidet_nccl__bf_recovery_path(s, s->epoch + 1, r, "", path, sizeof path);
-    if (lstat(path, &st) != 0 ||
-        hidet_nccl__bf_join_read(s, s->epoch + 1, (uint32_t)s->nranks, r, path, &j, why, sizeof why) != 1)
-        return HIDET_NCCL_SUCCESS;
-    /* Only the rank's own process's join says it gave up: not one of another process (a job with
-     * this key that crashed, without a secret to tell them apart), nor one of a dead process when
-     * this rank's process was never seen. */
-    const hn_bf_peer_t *p = &s->peers[r];
-    if (p->pid != 0 ? p->pid != j.pid || strcmp(p->host, j.host) != 0 : hidet_nccl__bf_process_gone(j.pid, j.host))
-        return HIDET_NCCL_SUCCESS;
+    if (!joined_next(s, r, path, sizeof path, &j)) return HIDET_NCCL_SUCCESS;
     return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                            "rank %d (%s) gave this round up: it joined recovery round %llu (pid %u on host '%s', %s); "
                            "a rank died: call hidet_nccl_bootstrap_recover (or hidet_nccl_comm_recover)", r, role,
@@ -170,18 +174,14 @@ void hidet_nccl__bf_roster_read(hn_bf_state_t *s) {
 
 int hidet_nccl__bf_peer_lost(void *state, char *msg, size_t n) {
     hn_bf_state_t *s = state;
-    char path[PATH_BYTES], why[768];
-    struct stat st;
+    char path[PATH_BYTES];
     hn_bf_join_t j;
     for (int k = 0; k < HN_BF_PROBE_RANKS && k < s->nranks; k++) { /* a few ranks a call, in turn */
         int r = (s->probe_next + k) % s->nranks;
-        if (r == s->rank) continue;
-        hidet_nccl__bf_recovery_path(s, s->epoch + 1, r, "", path, sizeof path);
-        if (lstat(path, &st) != 0 ||
-            hidet_nccl__bf_join_read(s, s->epoch + 1, (uint32_t)s->nranks, r, path, &j, why, sizeof why) != 1)
-            continue;
-        hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d of the shared-file rendezvous began recovery round "
-                        "%llu (its join is in %s)", r, (unsigned long long)(s->epoch + 1), s->dir);
+        if (r == s->rank || !joined_next(s, r, path, sizeof path, &j)) continue;
+        hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d of the shared-file rendezvous (pid %u on '%s') "
+                        "began recovery round %llu (its join: %s)", r, j.pid, j.host,
+                        (unsigned long long)(s->epoch + 1), path);
         return 1;
     }
     s->probe_next = (s->probe_next + HN_BF_PROBE_RANKS) % (s->nranks > 0 ? s->nranks : 1);

@@ -16,7 +16,7 @@ void hidet_nccl__bf_peer_note(hn_bf_state_t *s, int r, uint32_t pid, const char 
 int hidet_nccl__bf_peer_gone(const hn_bf_state_t *s, int r);
 
 /* The plug-in's peer_lost: 1 (why in msg) when a rank's join of the next recovery round, this
- * job's, is in the directory. A dead process alone is not news (a rank that ended well is gone
+ * job's and made by that rank's own process (as peer_left judges it), is in the directory. A dead process alone is not news (a rank that ended well is gone
  * too). Looks at HN_BF_PROBE_RANKS ranks' joins a call, in turn (one lstat each). */
 #define HN_BF_PROBE_RANKS 16
 int hidet_nccl__bf_peer_lost(void *state, char *msg, size_t n);

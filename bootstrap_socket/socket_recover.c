@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "bootstrap_socket/socket_format_int.h"
@@ -43,10 +44,11 @@ static hidet_nccl_status_t apply(hn_sk_state_t *s, uint64_t epoch, const uint8_t
         list_set(bits, s->nranks, set, sizeof set);
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                                "%s was left out of recovery round %llu: %s decided without it (it waits, for ranks "
-                               "neither joined nor known dead, half the recovery timeout of the rank that began the "
-                               "round; this rank's own would be %.3f s); ranks %s (of %d) went on",
+                               "neither joined nor known dead, half the recovery timeout of %s; this rank's own would "
+                               "be %.3f s); ranks %s (of %d) went on",
                                hidet_nccl__sk_who(s, s->rank, s->job_rank, w, sizeof w), (unsigned long long)epoch,
-                               hidet_nccl__sk_hub(s), wait_s, set, s->nranks);
+                               hidet_nccl__sk_hub(s), s->served ? "the rank that began the round" : "rank 0", wait_s,
+                               set, s->nranks);
     }
     s->rank = below;
     s->nranks = count;
@@ -198,6 +200,12 @@ hidet_nccl_status_t hidet_nccl__sk_recover(hn_sk_state_t *s, uint64_t epoch, dou
         s->epoch = epoch;
         return HIDET_NCCL_SUCCESS;
     }
-    if (s->served || s->rank != 0) return client_round(s, epoch, wait_s, deadline, kept, msg, n);
+    if (s->served || s->rank != 0) {
+        hidet_nccl_status_t st = client_round(s, epoch, wait_s, deadline, kept, msg, n);
+        /* This rank gave up (its handle takes only destroy now, which another holder may delay): its
+         * connection ends here, so a decider still waiting never keeps it. */
+        if (st != HIDET_NCCL_SUCCESS && s->fds[0] >= 0) shutdown(s->fds[0], SHUT_RDWR);
+        return st;
+    }
     return hub_round(s, epoch, wait_s, deadline, kept, msg, n);
 }

@@ -144,7 +144,7 @@ static hidet_nccl_status_t recv_data(hn_sk_state_t *s, int from, uint64_t tag, v
         char text[HN_SK_MAX_REFUSE];
         snprintf(text, sizeof text, "%s began recovery round %llu: join it",
                  hidet_nccl__sk_who(s, from, s->jobs[from], w, sizeof w), (unsigned long long)d.tag);
-        hidet_nccl__sk_hub_tell(s, 0, text);
+        hidet_nccl__sk_hub_tell(s, d.tag, text);
         st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank 0: round %llu cannot complete: %s",
                              (unsigned long long)tag, text);
     } else

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ struct hidet_nccl_rendezvous {
     int n_sessions, cap_sessions, next_id;
     struct pollfd *fds;
     size_t cap_fds;
+    atomic_int live; /* sessions with a rank still connected, after the last wait */
 };
 
 /* An admitted rank's connection: to the oldest session that lacks the rank, else a new one. */
@@ -112,6 +114,7 @@ static int serve_once(hidet_nccl_rendezvous_h rv) {
         else rv->sessions[j++] = rv->sessions[i];
     }
     rv->n_sessions = j;
+    atomic_store(&rv->live, j);
     return 0;
 }
 
@@ -237,6 +240,14 @@ hidet_nccl_status_t hidet_nccl_rendezvous_port(hidet_nccl_rendezvous_h rv, int *
     HN_CHECK_NOT_NULL(rv);
     HN_CHECK_NOT_NULL(port);
     *port = rv->job.port;
+    return HIDET_NCCL_SUCCESS;
+}
+
+hidet_nccl_status_t hidet_nccl_rendezvous_live(hidet_nccl_rendezvous_h rv, int *sessions) {
+    HN_ENTER();
+    HN_CHECK_NOT_NULL(rv);
+    HN_CHECK_NOT_NULL(sessions);
+    *sessions = atomic_load(&rv->live);
     return HIDET_NCCL_SUCCESS;
 }
 

@@ -121,6 +121,27 @@ summary() {
         { v[NR] = $1 } END { if (NR) printf "%s: median %.3f ms, 90%% %.3f ms, max %.3f ms (%d)\n", what,
                                          v[int((NR - 1) * .5) + 1], v[int((NR - 1) * .9) + 1], v[NR], NR }'
 }
+# Two nodes (two launchers on this host, 2 ranks each, --keep-going): node 0's ranks both die,
+# and node 0's launcher must go on serving the rendezvous while node 1's ranks recover without
+# them and finish (before, it stopped when its own ranks ended, and node 1's recovery found the
+# rendezvous gone).
+nodes=$BASE/nodes
+mkdir -p "$nodes"
+p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+for node in 1 0; do
+    timeout -k 2 40 "$RUN" --nnodes 2 --node-rank $node --master-addr 127.0.0.1 --master-port $p -n 2 --keep-going \
+        --tag-output "$PEER" 0,1 7 "$CALL_TIMEOUT" >"$nodes/node$node.log" 2>&1 &
+done
+wait
+if grep -q "^\[2\] .*DONE 2 3" "$nodes/node1.log" && grep -q "^\[3\] .*DONE 2 3" "$nodes/node1.log" &&
+    grep -q "serving the rendezvous while the other nodes' ranks are connected" "$nodes/node0.log"; then
+    echo "two nodes: node 0's ranks died, node 0's launcher served on, node 1's ranks recovered and finished"
+else
+    echo "two nodes: FAILED (node 1's ranks did not both finish as ranks 2 3, or node 0's launcher did not serve on)"
+    sed 's/^/    /' "$nodes/node0.log" "$nodes/node1.log" | head -n 40
+    fail=1
+fi
+
 echo "$ROUNDS jobs in $(((t_end - t_start) / 1000000)) ms, $hangs hangs"
 summary saw "a death seen by a survivor's failing call, after the victim's SIGKILL"
 summary round3 "a recovery round of 3 ranks (hidet_nccl_bootstrap_recover)"

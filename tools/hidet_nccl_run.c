@@ -1141,6 +1141,25 @@ static void kill_overdue(job_t *job) {
     }
 }
 
+/* Node 0's launcher under --keep-going, its own ranks ended: the rendezvous it serves outlives
+ * them while the other nodes' ranks are connected (they may be recovering without node 0's
+ * ranks), until a signal asks it to stop. */
+static void serve_the_others(int sfd) {
+    int live = 0;
+    if (g.rv == NULL || g.nnodes < 2 || !g.keep_going || hidet_nccl_rendezvous_live(g.rv, &live) != HIDET_NCCL_SUCCESS || live == 0)
+        return;
+    fprintf(stderr, "hidet-nccl-run: this node's ranks ended; serving the rendezvous while the other nodes' ranks "
+                    "are connected (%d bootstrap%s)\n", live, live == 1 ? "" : "s");
+    while (hidet_nccl_rendezvous_live(g.rv, &live) == HIDET_NCCL_SUCCESS && live > 0) {
+        struct pollfd p = {sfd, POLLIN, 0};
+        if (poll(&p, 1, 100) > 0) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD && si.ssi_signo != SIGPIPE)
+                return; /* SIGINT, SIGTERM, SIGHUP: stop serving */
+        }
+    }
+}
+
 /* Every held destination whose hold is over is let go. */
 static void end_stalled_lines(void) {
     double t = now_s();
@@ -1264,6 +1283,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < g.n; i++) spawn(i, child_argv);
     job_t job = {-1, 0, g.n, 0, 0, {0, 0}, -1, 0};
     run_loop(sfd, &job);
+    serve_the_others(sfd);
     signal_all(SIGKILL); /* nothing a rank started outlives the launcher */
     sweep_children();    /* ... in its group or out of it */
     flush_all();

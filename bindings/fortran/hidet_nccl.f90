@@ -446,6 +446,11 @@ module hidet_nccl
       type(c_ptr), value, intent(in) :: rv
       integer(c_int), intent(out) :: port
     end function
+    integer(c_int) function hidet_nccl_rendezvous_live(rv, sessions) bind(c, name="hidet_nccl_rendezvous_live")
+      import
+      type(c_ptr), value, intent(in) :: rv
+      integer(c_int), intent(out) :: sessions
+    end function
     integer(c_int) function hidet_nccl_rendezvous_stop(rv) bind(c, name="hidet_nccl_rendezvous_stop")
       import
       type(c_ptr), value, intent(in) :: rv

@@ -13,7 +13,7 @@ struct hidet_nccl_bootstrap {
     void *dl_handle; /* a loaded plug-in, closed by destroy */
     uint64_t next_tag;
     atomic_int refs;  /* the caller's, and one per communicator that keeps it for recovery */
-    atomic_int busy;  /* a recovery round is under way (core/boot/bootstrap_recover.c) */
+    atomic_int busy;  /* HN_BS_ROUND: a recovery round is under way; HN_BS_PROBE: peer_lost is being asked */
     uint64_t epoch;   /* recoveries done; tags restart at epoch << 32 after each */
     int left_out;     /* a recovery left this rank out: only destroy is taken */
     char left_why[256];
@@ -22,6 +22,11 @@ struct hidet_nccl_bootstrap {
 /* One more holder of bs (a communicator kept for recovery); hidet_nccl_bootstrap_destroy drops
  * one, and the last finalizes. */
 void hidet_nccl__bootstrap_keep(hidet_nccl_bootstrap_h bs);
+
+#define HN_BS_ROUND 1
+#define HN_BS_PROBE 2
+/* The backend's peer_lost (0 without one, or while a round holds the bootstrap): 1 and why. */
+int hidet_nccl__bootstrap_probe(hidet_nccl_bootstrap_h bs, char *why, size_t why_bytes);
 
 /* hidet_nccl_bootstrap_create with init's deadline timeout_s (0: $HIDET_NCCL_TIMEOUT). */
 hidet_nccl_status_t hidet_nccl__bootstrap_create_timed(const hidet_nccl_bootstrap_t *ops, const void *params,

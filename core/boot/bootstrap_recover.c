@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/base/log_int.h"
 #include "core/base/status_int.h"
@@ -69,10 +70,15 @@ hidet_nccl_status_t hidet_nccl__bootstrap_recover(hidet_nccl_bootstrap_h bs, dou
     if (bs->ops.recover == NULL)
         return HN_FAIL(HIDET_NCCL_ERROR_UNSUPPORTED, "bootstrap '%s' cannot recover after a rank died: %s",
                        bs->ops.name, bs->ops.recover_unsupported ? bs->ops.recover_unsupported : "it has no recover");
-    if (atomic_exchange(&bs->busy, 1))
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
-                       "a recovery round of bootstrap '%s' is under way on another thread: one round at a time",
-                       bs->ops.name);
+    for (;;) { /* a look of peer_lost on another thread is short: waited for; another round is refused */
+        int was = 0;
+        if (atomic_compare_exchange_strong(&bs->busy, &was, HN_BS_ROUND)) break;
+        if (was != HN_BS_PROBE)
+            return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
+                           "a recovery round of bootstrap '%s' is under way on another thread: one round at a time",
+                           bs->ops.name);
+        usleep(100);
+    }
     int rank, size;
     hidet_nccl_status_t st = hidet_nccl__bootstrap_rank(bs, &rank, &size);
     unsigned char *k = st == HIDET_NCCL_SUCCESS ? calloc((size_t)size, 1) : NULL;
@@ -112,15 +118,25 @@ hidet_nccl_status_t hidet_nccl_bootstrap_recover(hidet_nccl_bootstrap_h bs, doub
     return HIDET_NCCL_SUCCESS;
 }
 
+int hidet_nccl__bootstrap_probe(hidet_nccl_bootstrap_h bs, char *why, size_t why_bytes) {
+    int was = 0;
+    if (bs->left_out || bs->ops.peer_lost == NULL || !atomic_compare_exchange_strong(&bs->busy, &was, HN_BS_PROBE))
+        return 0;
+    why[0] = '\0';
+    int news = bs->ops.peer_lost(bs->state, why, why_bytes) == 1;
+    why[why_bytes - 1] = '\0';
+    atomic_store(&bs->busy, 0);
+    return news;
+}
+
 hidet_nccl_status_t hidet_nccl_bootstrap_news(hidet_nccl_bootstrap_h bs, int *recovering) {
     HN_ENTER();
     HN_CHECK_NOT_NULL(bs);
     HN_CHECK_NOT_NULL(recovering);
     *recovering = 0;
     if (bs->left_out) return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "%s", bs->left_why);
-    if (bs->ops.peer_lost == NULL || atomic_load(&bs->busy)) return HIDET_NCCL_SUCCESS;
     char why[BACKEND_MSG] = "";
-    *recovering = bs->ops.peer_lost(bs->state, why, sizeof why) == 1;
+    *recovering = hidet_nccl__bootstrap_probe(bs, why, sizeof why);
     if (*recovering) HN_INFO("bootstrap '%s': %s", bs->ops.name, why);
     return HIDET_NCCL_SUCCESS;
 }

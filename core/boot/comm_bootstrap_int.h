@@ -19,6 +19,7 @@ typedef struct {
     char why[320];
     int device;
     int recovered_into; /* the id a recovery made of it, or -1 */
+    int round_failed;   /* a recovery of it failed on this rank (why says so): the bootstrap is out of use */
 } hn_comm_boot_t;
 
 /* Records comm_id's bootstrap (kept when it can recover). Drops it when the id is destroyed

@@ -50,8 +50,8 @@ static void drop_all(void) {
     g_records = NULL;
     g_capacity = 0;
     pthread_mutex_unlock(&g_lock);
-    for (int i = 0; i < n; i++)
-        if (records[i].present) release(records[i].b.bs);
+    for (int i = 0; i < n; i++) /* a record under recovery: its bootstrap is the recovery's to release */
+        if (records[i].present && !records[i].busy) release(records[i].b.bs);
     free(records);
 }
 
@@ -68,20 +68,20 @@ static int room_locked(int comm_id) {
     return 1;
 }
 
-/* comm_wait's news: the kept bootstrap's peer_lost, unless a recovery holds it (the bootstrap is
- * then in its round: the record is busy). */
+/* comm_wait's news: the kept bootstrap's peer_lost, looked at with the table unlocked (a file
+ * system may be slow) and a hold on the bootstrap; skipped while a round holds it. */
 static int peer_news(int comm_id, char *why, size_t n) {
-    int news = 0;
+    hidet_nccl_bootstrap_h bs = NULL;
     pthread_mutex_lock(&g_lock);
-    if (comm_id >= 0 && comm_id < g_capacity && g_records[comm_id].present && !g_records[comm_id].busy) {
-        hidet_nccl_bootstrap_h bs = g_records[comm_id].b.bs;
-        if (bs != NULL && bs->ops.peer_lost != NULL) { /* the lock keeps a recovery from taking it meanwhile */
-            why[0] = '\0';
-            news = bs->ops.peer_lost(bs->state, why, n) == 1;
-            why[n - 1] = '\0';
-        }
+    if (comm_id >= 0 && comm_id < g_capacity && g_records[comm_id].present && !g_records[comm_id].busy &&
+        g_records[comm_id].b.bs != NULL && g_records[comm_id].b.bs->ops.peer_lost != NULL) {
+        bs = g_records[comm_id].b.bs;
+        hidet_nccl__bootstrap_keep(bs);
     }
     pthread_mutex_unlock(&g_lock);
+    if (bs == NULL) return 0;
+    int news = hidet_nccl__bootstrap_probe(bs, why, n);
+    release(bs);
     return news;
 }
 
@@ -126,6 +126,11 @@ int hidet_nccl__comm_boot_take(int comm_id, hn_comm_boot_t *out) {
 void hidet_nccl__comm_boot_done(int comm_id, const hn_comm_boot_t *taken, int new_id) {
     hidet_nccl_bootstrap_h spare = NULL;
     pthread_mutex_lock(&g_lock);
+    if (comm_id < 0 || comm_id >= g_capacity) { /* finalize emptied the table meanwhile */
+        pthread_mutex_unlock(&g_lock);
+        if (new_id != -2) release(taken->bs);
+        return;
+    }
     record_t *old = &g_records[comm_id];
     old->busy = 0;
     if (new_id == -2) { /* nothing was done: the record stays as it was */
@@ -134,6 +139,11 @@ void hidet_nccl__comm_boot_done(int comm_id, const hn_comm_boot_t *taken, int ne
     }
     old->b.bs = NULL; /* the old id keeps no bootstrap either way */
     spare = taken->bs;
+    if (new_id == -1) {
+        old->b.round_failed = 1;
+        snprintf(old->b.why, sizeof old->b.why, "its recovery failed on this rank, which left the bootstrap out of "
+                 "use: destroy the communicator");
+    }
     if (new_id >= 0) {
         old->b.recovered_into = new_id;
         if (room_locked(new_id) && !g_records[new_id].present) { /* a shrink's: no record of its own yet */

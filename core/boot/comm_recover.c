@@ -67,7 +67,7 @@ static hidet_nccl_status_t agree_shrink(hidet_nccl_bootstrap_h bs, int mine, int
     unsigned char me = (unsigned char)mine, *each = malloc((size_t)n_kept);
     if (each == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", n_kept);
     hidet_nccl_status_t st = hidet_nccl__bootstrap_allgather(bs, &me, each, 1, timeout);
-    *all = 1;
+    *all = st == HIDET_NCCL_SUCCESS;
     for (int r = 0; st == HIDET_NCCL_SUCCESS && r < n_kept; r++) *all &= each[r] == 1;
     free(each);
     return st;
@@ -92,7 +92,9 @@ hidet_nccl_status_t hidet_nccl_comm_recover(int comm_id, double timeout_s, int *
     ncclResult_t err = ncclSuccess;
     int nccl_says = !dead && n != NULL && nccl_error(n, slot.comm, &err);
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    if (b.bs == NULL)
+    if (b.bs == NULL && b.round_failed)
+        st = HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "communicator id %d cannot be recovered: %s", comm_id, b.why);
+    else if (b.bs == NULL)
         st = HN_FAIL(HIDET_NCCL_ERROR_UNSUPPORTED,
                      "communicator id %d was made over bootstrap '%s', which cannot recover after a rank died: %s",
                      comm_id, b.name, b.why);
@@ -129,7 +131,7 @@ hidet_nccl_status_t hidet_nccl_comm_recover(int comm_id, double timeout_s, int *
     double left = timeout - (t_round - t0);
     st = agree_shrink(b.bs, mine, n_kept, left > 1 ? left : 1, &all);
     double t_agreed = hidet_nccl__now();
-    const char *path = all ? "shrink" : "rebuild";
+    const char *path = st != HIDET_NCCL_SUCCESS ? "agreement" : all ? "shrink" : "rebuild";
     if (st == HIDET_NCCL_SUCCESS && all) {
         int *ex = lost_ranks(kept, old_size, old_size - n_kept);
         st = ex == NULL ? HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", old_size - n_kept)
@@ -144,8 +146,8 @@ hidet_nccl_status_t hidet_nccl_comm_recover(int comm_id, double timeout_s, int *
     free(kept);
     if (st != HIDET_NCCL_SUCCESS) {
         hidet_nccl__comm_boot_done(comm_id, &b, -1);
-        hidet_nccl__append_error("recovery of communicator id %d by %s failed; it stays failed: destroy it", comm_id,
-                                 path);
+        hidet_nccl__append_error("recovery of communicator id %d failed at its %s; it stays failed: destroy it",
+                                 comm_id, path);
         return st;
     }
     hidet_nccl__registry_set_origin(*new_id, comm_id, "recover");

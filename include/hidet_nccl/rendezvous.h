@@ -52,6 +52,9 @@ hidet_nccl_status_t hidet_nccl_rendezvous_start(const hidet_nccl_rendezvous_para
                                                 hidet_nccl_rendezvous_h *out);
 /* The port it listens on (the system's choice when params->port was 0). */
 hidet_nccl_status_t hidet_nccl_rendezvous_port(hidet_nccl_rendezvous_h rv, int *port);
+/* How many of the bootstraps it serves still have a rank connected (as of its last wait): a
+ * launcher whose own ranks ended keeps serving while the other nodes' ranks are there. */
+hidet_nccl_status_t hidet_nccl_rendezvous_live(hidet_nccl_rendezvous_h rv, int *sessions);
 /* Stops serving, closes every connection (the ranks still connected see it closed) and frees rv.
  * NULL is a no-op. */
 hidet_nccl_status_t hidet_nccl_rendezvous_stop(hidet_nccl_rendezvous_h rv);

@@ -291,13 +291,20 @@ static void test_hub_rank0_dead(void) {
 /* The last rank begins a recovery round on its own (its communicator failed where the others'
  * did not see it): the others hear it through hidet_nccl_bootstrap_news (what comm_wait asks)
  * without a bootstrap call of their own, and join; nobody is lost. With rank 0's hub, rank 0
- * hears the join, and the others rank 0's notice once it began. No news before. */
+ * hears the join, and the others rank 0's notice once it began. No news before. With 4 ranks,
+ * rank 3 dies first (a death alone is no news) and rank 2 begins the round. */
 static void news_main(int port, int rank, int n) {
     hidet_nccl_bootstrap_h bs = join_job(port, rank, n);
     id_round(bs, 0);
     int heard = -1, kept[4] = {0}, n_kept = 0;
     EXPECT(hidet_nccl_bootstrap_news(bs, &heard) == HIDET_NCCL_SUCCESS && heard == 0);
-    if (rank == n - 1) {
+    int dying = n == 4 ? 3 : -1, beginner = n == 4 ? 2 : n - 1;
+    if (rank == dying) kill(getpid(), SIGKILL); /* its death notice comes first: not news by itself */
+    if (dying >= 0 && rank != beginner) {
+        usleep(100 * 1000);
+        EXPECT(hidet_nccl_bootstrap_news(bs, &heard) == HIDET_NCCL_SUCCESS && heard == 0);
+    }
+    if (rank == beginner) {
         usleep(200 * 1000);
     } else {
         double t0 = now();
@@ -308,7 +315,7 @@ static void news_main(int port, int rank, int n) {
         EXPECT(heard == 1);
     }
     EXPECT(hidet_nccl_bootstrap_recover(bs, 10, kept, &n_kept) == HIDET_NCCL_SUCCESS);
-    EXPECT(n_kept == n);
+    EXPECT(n_kept == (dying >= 0 ? n - 1 : n));
     id_round(bs, 1);
     EXPECT(hidet_nccl_bootstrap_news(bs, &heard) == HIDET_NCCL_SUCCESS && heard == 0);
     EXPECT(hidet_nccl_bootstrap_destroy(bs) == HIDET_NCCL_SUCCESS);
@@ -319,6 +326,12 @@ static void test_news(void) {
     CU_ASSERT_EQUAL(run_job(news_main, 3, 1, NULL), 3);
     job_env(0, "20");
     CU_ASSERT_EQUAL(run_job(news_main, 3, 0, NULL), 3);
+    /* Rank 3 dies first: the others still hear rank 2's round behind its death notice. */
+    int want[4] = {0, 0, 0, 128 + SIGKILL};
+    job_env(1, "20");
+    CU_ASSERT_EQUAL(run_job(news_main, 4, 1, want), 4);
+    job_env(0, "20");
+    CU_ASSERT_EQUAL(run_job(news_main, 4, 0, want), 4);
 }
 
 /* ---------------------------------------------------------------- the API */

@@ -61,6 +61,7 @@ _PROTOTYPES = {
     "hidet_nccl_bootstrap_allgather": (_INT, [_VOID_P, _VOID_P, _VOID_P, _SIZE, ctypes.c_double]),
     "hidet_nccl_rendezvous_start": (_INT, [_VOID_P, _VOID_PP]),
     "hidet_nccl_rendezvous_port": (_INT, [_VOID_P, _c_int_p]),
+    "hidet_nccl_rendezvous_live": (_INT, [_VOID_P, _c_int_p]),
     "hidet_nccl_rendezvous_stop": (_INT, [_VOID_P]),
     "hidet_nccl_set_comms": (_INT, [_INT, _VOID_PP]),
     "hidet_nccl_comm_adopt": (_INT, [_VOID_P, _c_int_p]),
