@@ -536,7 +536,8 @@ static void test_dead_peer_fails_fast(void) {
         int st = allgathered(cases[i].key, cases[i].watcher, 1, &took, msg, sizeof msg);
         printf("\n    %s: %d after %.3f s: %.300s", cases[i].what, st, took, msg);
         CU_ASSERT_EQUAL(st, HIDET_NCCL_ERROR_BOOTSTRAP);
-        CU_ASSERT(took >= 0 && took < 0.6); /* of which 0.1 s before the peer left */
+        /* far below the 30 s deadline: 0.1 s before the peer left, then a poll or two (0.6 s seen under ASan) */
+        CU_ASSERT(took >= 0 && took < 5.0);
         CU_ASSERT_PTR_NOT_NULL(strstr(msg, cases[i].expect));
         /* what the dead left: rounds broken off; a later job with this key in this directory is
          * not troubled by them, and here the test removes them */
@@ -547,7 +548,6 @@ static void test_dead_peer_fails_fast(void) {
     }
 }
 
-/* One rank: recover takes no file and keeps it; a bad epoch is refused with the numbers. */
 /* Rank 2 begins a recovery round on its own (its communicator failed where the others' did not
  * see it): ranks 0 and 1 hear it through hidet_nccl_bootstrap_news (what comm_wait asks) within
  * a poll or two, with no bootstrap call of their own, and join; nobody is lost. No news before. */
@@ -576,6 +576,7 @@ static void test_news(void) {
     CU_ASSERT_EQUAL(count_files(dir, ""), 0);
 }
 
+/* One rank: recover takes no file and keeps it; a bad epoch is refused with the numbers. */
 static void test_alone(void) {
     char dir[PATH_MAX];
     new_dir(dir, sizeof dir);
