@@ -16,17 +16,6 @@
 #include "hidet_nccl/bootstrap.h"
 #include "tests/cunit_runner.h"
 
-/* A port nothing listens on now (the kernel's choice for a socket bound to port 0). */
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static hidet_nccl_socket_bootstrap_params_t params(int port, int rank, int n, const char *key) {
     hidet_nccl_socket_bootstrap_params_t p = HIDET_NCCL_SOCKET_BOOTSTRAP_PARAMS_INIT;
     p.master_addr = "127.0.0.1";
@@ -75,7 +64,7 @@ static int wait_ok(pid_t pid) {
 }
 
 static void check_job(int n) {
-    int port = free_port();
+    int port = hn_test_port();
     pid_t pids[64];
     for (int r = n - 1; r >= 0; r--) pids[r] = spawn_rank(port, r, n, "job");
     int ok = 0;
@@ -100,7 +89,7 @@ static void test_strangers_dropped(void) {
      * until its deadline, so keep that short. */
     setenv("HIDET_NCCL_TIMEOUT", "5", 1);
     hidet_nccl_settings_reload();
-    int port = free_port();
+    int port = hn_test_port();
     pid_t root = spawn_rank(port, 0, 3, "guarded");
     int silent = stranger(port, NULL, 0); /* connects and says nothing: must not hold rank 0 up */
     char junk[300];
@@ -130,7 +119,7 @@ static void test_errors_before_the_deadline(void) {
     hidet_nccl_settings_reload();
     hidet_nccl_bootstrap_h bs = NULL;
     /* A port in use. */
-    int port = free_port();
+    int port = hn_test_port();
     int busy = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY), .sin_port = htons(port)};
     CU_ASSERT_FATAL(bind(busy, (struct sockaddr *)&a, sizeof a) == 0 && listen(busy, 1) == 0);
@@ -145,12 +134,12 @@ static void test_errors_before_the_deadline(void) {
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_BOOTSTRAP,
                      "no-such-host.invalid does not resolve");
     /* A root that never comes. */
-    p = params(free_port(), 1, 2, "noroot");
+    p = params(hn_test_port(), 1, 2, "noroot");
     double t0 = now();
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_TIMEOUT, "could not reach rank 0");
     CU_ASSERT(now() - t0 < 2.5);
     /* A rank that never comes. */
-    p = params(free_port(), 0, 3, "lonely");
+    p = params(hn_test_port(), 0, 3, "lonely");
     t0 = now();
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_TIMEOUT, "ranks 1, 2 (2 of 3 ranks)");
     CU_ASSERT(now() - t0 < 2.5);
@@ -172,7 +161,7 @@ static void test_errors_before_the_deadline(void) {
 static void test_rank_twice(void) {
     setenv("HIDET_NCCL_TIMEOUT", "3", 1);
     hidet_nccl_settings_reload();
-    int port = free_port();
+    int port = hn_test_port();
     pid_t a = spawn_rank(port, 1, 3, "twice"), b = spawn_rank(port, 1, 3, "twice");
     usleep(100 * 1000);
     hidet_nccl_socket_bootstrap_params_t p = params(port, 0, 3, "twice");
@@ -186,7 +175,7 @@ static void test_rank_twice(void) {
 
 /* From the environment, as hidet-nccl-run --master-addr and torchrun give it. */
 static void test_from_environment(void) {
-    int port = free_port();
+    int port = hn_test_port();
     char ps[16];
     snprintf(ps, sizeof ps, "%d", port);
     setenv("MASTER_ADDR", "localhost", 1);
@@ -231,7 +220,7 @@ static int torchrun_rank(int rank) {
 }
 
 static void test_under_torchrun(void) {
-    int port = free_port();
+    int port = hn_test_port();
     int agent = socket(AF_INET, SOCK_STREAM, 0); /* torchrun's store, on MASTER_PORT */
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY), .sin_port = htons(port)};
     CU_ASSERT_FATAL(bind(agent, (struct sockaddr *)&a, sizeof a) == 0 && listen(agent, 4) == 0);

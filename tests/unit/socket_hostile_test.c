@@ -25,16 +25,6 @@
 
 #define SECRET "0123456789abcdef-the-job-secret"
 
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static void set_secret(const char *secret) {
     if (secret) setenv("HIDET_NCCL_JOB_SECRET", secret, 1);
     else unsetenv("HIDET_NCCL_JOB_SECRET");
@@ -124,7 +114,7 @@ static void test_flood(void) {
     setrlimit(RLIMIT_NOFILE, &rl);
     setenv("HIDET_NCCL_TIMEOUT", "40", 1);
     hidet_nccl_settings_reload();
-    int port = free_port();
+    int port = hn_test_port();
     pid_t ranks[4];
     ranks[0] = spawn_rank(port, 0, 4, NULL);
     int silent[1000], opened = 0;
@@ -220,7 +210,7 @@ static void refusal_reveals_nothing(int port) {
 
 static void test_stranger_cannot_join(void) {
     setenv("HIDET_NCCL_TIMEOUT", "20", 1);
-    int port = free_port();
+    int port = hn_test_port();
     pid_t root = spawn_rank(port, 0, 2, SECRET);
     int kinds[8], n = 0;
     stranger_with_a_claim(port, HN_SK_HELLO_SECRET, kinds, &n);
@@ -260,18 +250,18 @@ static hidet_nccl_status_t rank_here(int port, int rank, const char *secret) {
 
 static void test_secrets_must_match(void) {
     setenv("HIDET_NCCL_TIMEOUT", "3", 1);
-    int port = free_port();
+    int port = hn_test_port();
     pid_t root = spawn_rank(port, 0, 2, SECRET);
     HN_ASSERT_STATUS(rank_here(port, 1, "another-secret-of-16+"), HIDET_NCCL_ERROR_BOOTSTRAP,
                      "proof of the job secret does not match");
     HN_ASSERT_STATUS(rank_here(port, 1, NULL), HIDET_NCCL_ERROR_BOOTSTRAP, "rank 0 holds a job secret and this rank "
                      "does not");
     CU_ASSERT(!wait_ok(root)); /* nobody proved the secret: rank 0 times out */
-    port = free_port();
+    port = hn_test_port();
     root = spawn_rank(port, 0, 2, NULL);
     HN_ASSERT_STATUS(rank_here(port, 1, SECRET), HIDET_NCCL_ERROR_BOOTSTRAP, "rank 0 holds no job secret");
     CU_ASSERT(!wait_ok(root));
-    HN_ASSERT_STATUS(rank_here(free_port(), 1, "short"), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "HIDET_NCCL_JOB_SECRET");
+    HN_ASSERT_STATUS(rank_here(hn_test_port(), 1, "short"), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "HIDET_NCCL_JOB_SECRET");
     set_secret(NULL);
     unsetenv("HIDET_NCCL_TIMEOUT");
     hidet_nccl_settings_reload();
@@ -281,7 +271,7 @@ static void test_secrets_must_match(void) {
  * welcomes with a proof it cannot make. */
 static void test_false_rank_0(void) {
     setenv("HIDET_NCCL_TIMEOUT", "5", 1);
-    int port = free_port();
+    int port = hn_test_port();
     int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = htons(port)};
@@ -317,9 +307,9 @@ static void test_secret_file(void) {
     setenv("HIDET_NCCL_JOB_SECRET_FILE", path, 1);
     setenv("HIDET_NCCL_TIMEOUT", "20", 1);
     hidet_nccl_settings_reload();
-    HN_ASSERT_STATUS(rank_here(free_port(), 1, NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "readable or writable by group");
+    HN_ASSERT_STATUS(rank_here(hn_test_port(), 1, NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "readable or writable by group");
     chmod(path, 0600);
-    int port = free_port();
+    int port = hn_test_port();
     pid_t root = spawn_rank(port, 0, 2, NULL); /* the file's secret, the newline dropped */
     pid_t r1 = spawn_rank(port, 1, 2, "ignored-while-a-file-is-set");
     CU_ASSERT(wait_ok(root));
@@ -328,7 +318,7 @@ static void test_secret_file(void) {
     snprintf(link, sizeof link, "%s/link", dir);
     CU_ASSERT_FATAL(symlink(path, link) == 0);
     setenv("HIDET_NCCL_JOB_SECRET_FILE", link, 1);
-    HN_ASSERT_STATUS(rank_here(free_port(), 1, NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "a symbolic link");
+    HN_ASSERT_STATUS(rank_here(hn_test_port(), 1, NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "a symbolic link");
     unlink(link);
     unlink(path);
     rmdir(dir);
@@ -340,7 +330,7 @@ static void test_secret_file(void) {
 static void test_rank_out_of_range(void) {
     hidet_nccl_socket_bootstrap_params_t p = HIDET_NCCL_SOCKET_BOOTSTRAP_PARAMS_INIT;
     p.master_addr = "127.0.0.1";
-    p.master_port = free_port();
+    p.master_port = hn_test_port();
     p.rank = -5;
     p.nranks = 2;
     hidet_nccl_bootstrap_h bs = NULL;

@@ -52,16 +52,6 @@ static int rank_main(int delay_ms, int hold_ms) {
 
 /* ---------------------------------------------------------------- the launcher */
 
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* hidet-nccl-run -n 3 serving on port, its output into log; the ranks come after delay_ms and
  * hold hold_ms at the end. */
 static pid_t launch(int port, int delay_ms, int hold_ms, const char *log) {
@@ -175,7 +165,7 @@ static hidet_nccl_status_t other_secret(int port) {
 }
 
 static void test_strangers_refused(void) {
-    int port = free_port();
+    int port = hn_test_port();
     char log[] = "/tmp/hn_served_hostile.XXXXXX";
     int lfd = mkstemp(log);
     close(lfd);
@@ -237,7 +227,7 @@ static void test_flood(void) {
     getrlimit(RLIMIT_NOFILE, &rl);
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
-    int port = free_port();
+    int port = hn_test_port();
     char log[] = "/tmp/hn_served_flood.XXXXXX";
     int lfd = mkstemp(log);
     close(lfd);

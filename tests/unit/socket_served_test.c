@@ -31,16 +31,6 @@
 
 static int g_rank = -1;
 
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -112,7 +102,7 @@ static hidet_nccl_rendezvous_h serve(int port, int n, double timeout_s) {
  * exited with `want[r]` (NULL: 0). The ranks start first (they retry until the rendezvous
  * listens): no fork after its thread started. */
 static int run_job(void (*rank_main)(int, int, int), int n, int served, const int *want) {
-    int port = free_port();
+    int port = hn_test_port();
     pid_t pids[16];
     for (int r = 0; r < n; r++) pids[r] = spawn(rank_main, port, r, n);
     hidet_nccl_rendezvous_h rv = served ? serve(port, n, 20) : NULL;
@@ -225,7 +215,7 @@ static void gone_main(int port, int rank, int n) {
 static void test_served_gone(void) {
     job_env(1, "20");
     CU_ASSERT_FATAL(pipe(g_stopped) == 0);
-    int port = free_port();
+    int port = hn_test_port();
     pid_t pids[2];
     for (int r = 0; r < 2; r++) pids[r] = spawn(gone_main, port, r, 2);
     hidet_nccl_rendezvous_h rv = serve(port, 2, 20);
