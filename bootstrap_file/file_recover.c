@@ -33,19 +33,6 @@ typedef struct {
     int left_out;           /* the decision did not name this join */
 } rr_t;
 
-/* "0, 2, 5" of the flags set (over n), at most 16 shown. */
-static void list_ranks(const unsigned char *flag, int n, char *out, size_t cap) {
-    size_t used = 0;
-    int count = 0;
-    out[0] = '\0';
-    for (int r = 0; r < n; r++) {
-        if (!flag[r]) continue;
-        if (count++ < 16 && used + 16 < cap) used += (size_t)snprintf(out + used, cap - used, "%s%d", used ? ", " : "", r);
-    }
-    if (count > 16) snprintf(out + used, cap - used, ", ... (%d ranks)", count);
-    if (count == 0) snprintf(out, cap, "none");
-}
-
 /* Removes this rank's join if it is still the one it put; with a mark, renames it to that. */
 static void withdraw_join(const rr_t *x, const char *mark) {
     struct stat now;
@@ -272,7 +259,7 @@ static hidet_nccl_status_t take(rr_t *x, const hidet_nccl__bf_msg_t *m, unsigned
         }
         if (old != NULL) old[q] = s->peers[q];
     }
-    if (flags != NULL) list_ranks(flags, x->n, set, sizeof set);
+    if (flags != NULL) hidet_nccl__bf_list_ranks(flags, x->n, 0, set, sizeof set);
     else snprintf(set, sizeof set, "(out of memory listing them)");
     withdraw_join(x, HN_BF_MARK_LEFTOUT); /* it knows: the decision need not wait for it */
     x->left_out = 1;
@@ -342,7 +329,7 @@ static hidet_nccl_status_t await_decision(rr_t *x, unsigned char *kept, char *ms
             unsigned char *missing = calloc((size_t)x->n, 1);
             for (int q = x->me + 1; missing != NULL && q < x->n; q++) missing[q] = !x->joined[q] && !x->dead[q];
             char list[200] = "?";
-            if (missing != NULL) list_ranks(missing, x->n, list, sizeof list);
+            if (missing != NULL) hidet_nccl__bf_list_ranks(missing, x->n, 0, list, sizeof list);
             free(missing);
             snprintf(awaited, sizeof awaited, "as the decider, for ranks %s to join or be known dead", list);
         } else {

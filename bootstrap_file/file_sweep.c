@@ -55,8 +55,7 @@ static int there(const char *path) {
     return lstat(path, &st) == 0;
 }
 
-/* "1, 4 (2 ranks)" of the flags set. */
-static void list_flagged(const unsigned char *flag, int n, char *out, size_t cap) {
+void hidet_nccl__bf_list_ranks(const unsigned char *flag, int n, int with_count, char *out, size_t cap) {
     size_t used = 0;
     int count = 0;
     out[0] = '\0';
@@ -64,7 +63,12 @@ static void list_flagged(const unsigned char *flag, int n, char *out, size_t cap
         if (!flag[r]) continue;
         if (count++ < 16 && used + 16 < cap) used += (size_t)snprintf(out + used, cap - used, "%s%d", used ? ", " : "", r);
     }
-    snprintf(out + used, cap - used, "%s (%d rank%s)", count > 16 ? ", ..." : "", count, count == 1 ? "" : "s");
+    if (with_count)
+        snprintf(out + used, cap - used, "%s (%d rank%s)", count > 16 ? ", ..." : "", count, count == 1 ? "" : "s");
+    else if (count > 16)
+        snprintf(out + used, cap - used, ", ... (%d ranks)", count);
+    else if (count == 0)
+        snprintf(out, cap, "none");
 }
 
 /* The roster, if it is this process's (rank 0 put it; it names this very process). */
@@ -108,7 +112,7 @@ void hidet_nccl__bf_tidy(hn_bf_state_t *s) {
     hidet_nccl__bf_recovery_path(s, l->epoch, -1, "", path, sizeof path);
     if (waiting) {
         char list[160];
-        list_flagged(pending, n, list, sizeof list);
+        hidet_nccl__bf_list_ranks(pending, n, 1, list, sizeof list);
         HN_INFO("recovery round %llu's decision %s stays: ranks %s (numbered as before the round) may still come to "
                 "read it (alive, or of another host, and it cannot be seen whether they are gone)",
                 (unsigned long long)l->epoch, path, list);

@@ -25,4 +25,8 @@ void hidet_nccl__bf_sweep_round(const hn_bf_state_t *s, uint64_t epoch);
  * alive, or of another host, and no mark of its own saying it read it). */
 void hidet_nccl__bf_tidy(hn_bf_state_t *s);
 
+/* "0, 2, 5" of the n flags set (at most 16 shown, then ", ... (N ranks)"; "none" when none);
+ * with_count: always followed by " (N ranks)", for messages. */
+void hidet_nccl__bf_list_ranks(const unsigned char *flag, int n, int with_count, char *out, size_t cap);
+
 #endif

@@ -227,12 +227,7 @@ hidet_nccl_status_t hidet_nccl__sk_admit_new(const hn_sk_state_t *job, int lfd, 
                                              void *ctx, hn_sk_admit_t **out, char *msg, size_t n) {
     hn_sk_admit_t *r = calloc(1, sizeof *r);
     if (r == NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for the admission table");
-    snprintf(r->job.key, sizeof r->job.key, "%s", job->key);
-    snprintf(r->job.addr, sizeof r->job.addr, "%s", job->addr);
-    r->job.port = job->port;
-    r->job.nranks = job->nranks;
-    memcpy(r->job.secret, job->secret, job->secret_len);
-    r->job.secret_len = job->secret_len;
+    hidet_nccl__sk_job_copy(&r->job, job);
     r->lfd = lfd;
     r->serves_rank0 = serves_rank0;
     r->hub = serves_rank0 ? "the rendezvous" : "rank 0";

@@ -75,11 +75,7 @@ hn_sk_session_t *hidet_nccl__sk_session_new(const hn_sk_state_t *job, int id, do
         free(s);
         return NULL;
     }
-    snprintf(s->job.key, sizeof s->job.key, "%s", job->key);
-    s->job.port = job->port;
-    s->job.nranks = job->nranks;
-    memcpy(s->job.secret, job->secret, job->secret_len);
-    s->job.secret_len = job->secret_len;
+    hidet_nccl__sk_job_copy(&s->job, job);
     s->id = id;
     s->admit_s = admit_s;
     s->admit_until = hidet_nccl__now() + admit_s;

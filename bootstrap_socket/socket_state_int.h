@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "bootstrap_socket/socket_format_int.h"
 #include "core/base/kit.h"
@@ -33,6 +35,16 @@ typedef struct {
     uint64_t seen_epoch; /* a client: a decision read in a round (this rank had not joined), and its bits */
     uint8_t *seen_bits;
 } hn_sk_state_t;
+
+/* What a hub keeps of the job it serves: key, address, port, size, secret. */
+static inline void hidet_nccl__sk_job_copy(hn_sk_state_t *to, const hn_sk_state_t *job) {
+    snprintf(to->key, sizeof to->key, "%s", job->key);
+    snprintf(to->addr, sizeof to->addr, "%s", job->addr);
+    to->port = job->port;
+    to->nranks = job->nranks;
+    memcpy(to->secret, job->secret, job->secret_len);
+    to->secret_len = job->secret_len;
+}
 
 /* "rank 0" or "the rendezvous (hidet-nccl-run)": who the hub is, for a client's messages. */
 static inline const char *hidet_nccl__sk_hub(const hn_sk_state_t *s) {

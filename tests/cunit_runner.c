@@ -1,13 +1,8 @@
 #include "tests/cunit_runner.h"
 
 #include <CUnit/Basic.h>
-#include <netinet/in.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "hidet_nccl/hidet_nccl.h"
 
@@ -34,18 +29,4 @@ int hn_run_tests(const char *suite_name, const hn_test_t *tests) {
     unsigned ran = CU_get_number_of_tests_run();
     CU_cleanup_registry();
     return failed == 0 && ran > 0 ? 0 : 1;
-}
-
-int hn_test_port(void) {
-    static unsigned seed;
-    if (seed == 0) seed = (unsigned)getpid() ^ (unsigned)time(NULL);
-    for (int tries = 0; tries < 200; tries++) {
-        int port = 20000 + (int)(rand_r(&seed) % 12000u);
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY), .sin_port = htons(port)};
-        int ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-        if (fd >= 0) close(fd);
-        if (ok) return port;
-    }
-    return 20000;
 }

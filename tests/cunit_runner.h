@@ -17,9 +17,4 @@ int hn_run_tests(const char *suite, const hn_test_t *tests);
 #define HN_ASSERT_STATUS(expr, expected, needle) hn_assert_status((expr), (expected), (needle), #expr, __FILE__, __LINE__)
 void hn_assert_status(int got, int expected, const char *needle, const char *expr, const char *file, int line);
 
-/* A port for a test's listener that nothing listens on now: one of 20000 .. 31999, below Linux's
- * ephemeral range (32768 ..), where the outgoing connections of the tests running beside this one
- * take ports (a port of that range, free when asked, could be taken before the listener binds it). */
-int hn_test_port(void);
-
 #endif

@@ -8,6 +8,18 @@
 
 #include "bootstrap_file/file_format_int.h"
 
+/* The encoder's bytes again (n of them) for what parsed: with a MAC, the parsed one put in its place
+ * (the encoder leaves it to the caller) and the checksum sealed again; they must be the input. */
+static void same_again(const hidet_nccl__bf_msg_t *m, uint8_t *again, size_t n, const uint8_t *data, size_t size) {
+    if (m->mac != NULL && n > 0) {
+        size_t covers;
+        memcpy(hidet_nccl__bf_mac_at(again, n, &covers), m->mac, 32);
+        if (covers != m->mac_covers) __builtin_trap();
+        hidet_nccl__bf_reseal(again, n);
+    }
+    if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hidet_nccl__bf_msg_t m;
     char why[512];
@@ -26,37 +38,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static uint8_t again[HN_BF_MAX_FILE];
         size_t n = hidet_nccl__bf_encode_announce(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.data,
                                                   m.data_bytes, m.nonces, m.mac != NULL);
-        if (m.mac != NULL && n > 0) {
-            size_t covers;
-            memcpy(hidet_nccl__bf_mac_at(again, n, &covers), m.mac, 32);
-            if (covers != m.mac_covers) __builtin_trap();
-            hidet_nccl__bf_reseal(again, n);
-        }
-        if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
+        same_again(&m, again, n, data, size);
     }
     if (m.kind == HN_BF_KIND_HELLO) {
         static uint8_t again[HN_BF_MAX_FILE];
         size_t n = hidet_nccl__bf_encode_hello(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce,
                                                m.root_nonce, m.pid, m.host, m.data, m.data_bytes, m.mac != NULL);
-        if (m.mac != NULL && n > 0) {
-            size_t covers;
-            memcpy(hidet_nccl__bf_mac_at(again, n, &covers), m.mac, 32);
-            if (covers != m.mac_covers) __builtin_trap();
-            hidet_nccl__bf_reseal(again, n);
-        }
-        if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
+        same_again(&m, again, n, data, size);
     }
     if (m.kind == HN_BF_KIND_JOIN) {
         uint8_t again[HN_BF_HEADER + HN_BF_JOIN_BODY + HN_BF_MAC + 4];
         size_t n = hidet_nccl__bf_encode_join(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce, m.epoch,
                                               m.pid, m.host, m.mac != NULL);
-        if (m.mac != NULL && n > 0) {
-            size_t covers;
-            memcpy(hidet_nccl__bf_mac_at(again, n, &covers), m.mac, 32);
-            if (covers != m.mac_covers) __builtin_trap();
-            hidet_nccl__bf_reseal(again, n);
-        }
-        if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
+        same_again(&m, again, n, data, size);
     }
     if (m.kind == HN_BF_KIND_DECISION) {
         static uint8_t again[HN_BF_MAX_FILE];
@@ -71,19 +65,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (kept != m.kept_count || kept == 0 || !members[m.rank].kept) __builtin_trap();
         size_t n = hidet_nccl__bf_encode_decision(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.epoch,
                                                   members, m.mac != NULL);
-        if (m.mac != NULL && n > 0) {
-            size_t covers;
-            memcpy(hidet_nccl__bf_mac_at(again, n, &covers), m.mac, 32);
-            if (covers != m.mac_covers) __builtin_trap();
-            hidet_nccl__bf_reseal(again, n);
-        }
-        if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
+        same_again(&m, again, n, data, size);
     }
     if (m.kind == HN_BF_KIND_CLAIM) {
         uint8_t again[HN_BF_HEADER + HN_BF_CLAIM_BODY + 4];
         size_t n = hidet_nccl__bf_encode_claim(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce,
                                                m.expiry_ms, m.pid, m.flags, m.host);
-        if (n != size || memcmp(again, data, size) != 0) __builtin_trap();
+        same_again(&m, again, n, data, size); /* a claim carries no MAC */
     }
     return 0;
 }

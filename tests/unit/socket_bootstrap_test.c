@@ -15,6 +15,7 @@
 
 #include "hidet_nccl/bootstrap.h"
 #include "tests/cunit_runner.h"
+#include "tests/socket_peers.h"
 
 static hidet_nccl_socket_bootstrap_params_t params(int port, int rank, int n, const char *key) {
     hidet_nccl_socket_bootstrap_params_t p = HIDET_NCCL_SOCKET_BOOTSTRAP_PARAMS_INIT;

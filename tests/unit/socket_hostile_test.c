@@ -22,6 +22,7 @@
 #include "bootstrap_socket/socket_format_int.h"
 #include "hidet_nccl/bootstrap.h"
 #include "tests/cunit_runner.h"
+#include "tests/socket_peers.h"
 
 #define SECRET "0123456789abcdef-the-job-secret"
 
@@ -70,42 +71,7 @@ static int wait_ok(pid_t pid) {
     return WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
 }
 
-/* A connection to port, retried while rank 0 is not listening yet. */
-static int dial(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = htons(port)};
-    for (int i = 0; i < 500 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0; i++) usleep(10000);
-    return fd;
-}
-
 /* ---------------------------------------------------------------- a flood */
-
-/* A child that keeps `count` connections to port, sending one byte of a hello on each every
- * 200 ms (slow loris), until killed. */
-static pid_t slow_loris(int port, int count) {
-    pid_t pid = fork();
-    if (pid != 0) return pid;
-    int fds[128];
-    for (int i = 0; i < count; i++) fds[i] = dial(port);
-    static const char magic[] = "HNCCLSK";
-    for (int k = 0;; k++) {
-        for (int i = 0; i < count; i++) (void)!write(fds[i], magic + k % 7, 1);
-        usleep(200 * 1000);
-    }
-}
-
-/* A child that opens a new silent connection every millisecond, keeping the last 400, until killed. */
-static pid_t flooder(int port) {
-    pid_t pid = fork();
-    if (pid != 0) return pid;
-    int ring[400];
-    for (int i = 0; i < 400; i++) ring[i] = -1;
-    for (unsigned k = 0;; k++) {
-        if (ring[k % 400] >= 0) close(ring[k % 400]);
-        ring[k % 400] = dial(port);
-        usleep(1000);
-    }
-}
 
 static void test_flood(void) {
     struct rlimit rl;
@@ -118,9 +84,9 @@ static void test_flood(void) {
     pid_t ranks[4];
     ranks[0] = spawn_rank(port, 0, 4, NULL);
     int silent[1000], opened = 0;
-    for (int i = 0; i < 1000; i++) opened += (silent[i] = dial(port)) >= 0;
+    for (int i = 0; i < 1000; i++) opened += (silent[i] = hn_test_dial(port)) >= 0;
     CU_ASSERT_EQUAL(opened, 1000);
-    pid_t loris = slow_loris(port, 100), flood = flooder(port);
+    pid_t loris = hn_test_slow_loris(port, 100), flood = hn_test_flooder(port);
     usleep(300 * 1000); /* the flood is on before the ranks come */
     for (int r = 1; r < 4; r++) ranks[r] = spawn_rank(port, r, 4, NULL);
     int ok = 0;
@@ -170,7 +136,7 @@ static void send_msg(int fd, int kind, int rank, const void *body, uint32_t len)
 
 /* Knows the key, the size and a rank's number; claims the secret and proves nothing. */
 static void stranger_with_a_claim(int port, uint32_t flags, int *kinds, int *n) {
-    int fd = dial(port);
+    int fd = hn_test_dial(port);
     uint8_t f[4] = {(uint8_t)flags, 0, 0, 0}, mac[HN_SK_MAC];
     send_msg(fd, HN_SK_KIND_HELLO, 1, f, 4);
     struct pollfd p = {fd, POLLIN, 0};
@@ -186,7 +152,7 @@ static void stranger_with_a_claim(int port, uint32_t flags, int *kinds, int *n) 
 /* A hello with a guessed key: the refusal names neither the job's key nor its size, so a
  * stranger cannot learn them from it and come back with a valid hello. */
 static void refusal_reveals_nothing(int port) {
-    int fd = dial(port);
+    int fd = hn_test_dial(port);
     uint8_t m[HN_SK_HEADER + 8], nonce[HN_SK_NONCE] = {1}, flags[4] = {0}, buf[512];
     size_t total = hidet_nccl__sk_encode(m, sizeof m, HN_SK_KIND_HELLO, "guess", 7, 1, 0, nonce, flags, 4);
     (void)!write(fd, m, total);

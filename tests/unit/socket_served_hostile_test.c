@@ -19,6 +19,7 @@
 #include "bootstrap_socket/socket_format_int.h"
 #include "hidet_nccl/bootstrap.h"
 #include "tests/cunit_runner.h"
+#include "tests/socket_peers.h"
 
 #define KEY "served-hostile"
 
@@ -86,18 +87,6 @@ static int lines_with(const char *log, const char *needle) {
     return n;
 }
 
-/* A connection to port, retried while nothing listens yet. */
-static int dial(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = htons(port)};
-    for (int i = 0; i < 1000 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0; i++) {
-        close(fd);
-        fd = socket(AF_INET, SOCK_STREAM, 0);
-        usleep(10000);
-    }
-    return fd;
-}
-
 /* ---------------------------------------------------------------- a stranger */
 
 static void send_msg(int fd, int kind, const char *key, int rank, const void *body, uint32_t len) {
@@ -132,7 +121,7 @@ static int received(int fd, int *kinds) {
 
 /* Knows the key, the size and rank 1's number; claims a secret (flags) and guesses the proof. */
 static int stranger(int port, uint32_t flags, int *kinds) {
-    int fd = dial(port);
+    int fd = hn_test_dial(port);
     uint8_t f[4] = {(uint8_t)flags, 0, 0, 0}, mac[HN_SK_MAC];
     send_msg(fd, HN_SK_KIND_HELLO, KEY, 1, f, 4);
     struct pollfd p = {fd, POLLIN, 0};
@@ -194,32 +183,6 @@ static void test_strangers_refused(void) {
 
 /* ---------------------------------------------------------------- a flood */
 
-/* A child holding `count` connections, each sent a byte of a hello every 200 ms, until killed. */
-static pid_t slow_loris(int port, int count) {
-    pid_t pid = fork();
-    if (pid != 0) return pid;
-    int fds[128];
-    for (int i = 0; i < count; i++) fds[i] = dial(port);
-    static const char magic[] = "HNCCLSK";
-    for (int k = 0;; k++) {
-        for (int i = 0; i < count; i++) (void)!write(fds[i], magic + k % 7, 1);
-        usleep(200 * 1000);
-    }
-}
-
-/* A child opening a new silent connection every millisecond, keeping the last 400, until killed. */
-static pid_t flooder(int port) {
-    pid_t pid = fork();
-    if (pid != 0) return pid;
-    int ring[400];
-    for (int i = 0; i < 400; i++) ring[i] = -1;
-    for (unsigned k = 0;; k++) {
-        if (ring[k % 400] >= 0) close(ring[k % 400]);
-        ring[k % 400] = dial(port);
-        usleep(1000);
-    }
-}
-
 /* 1000 silent connections, 100 slow ones and a new one every ms, all before the ranks come (they
  * wait 1 s): the launcher's rendezvous evicts the oldest and still forms the 3-rank job. */
 static void test_flood(void) {
@@ -233,9 +196,9 @@ static void test_flood(void) {
     close(lfd);
     pid_t job = launch(port, 1000, 0, log);
     int silent[1000], opened = 0;
-    for (int i = 0; i < 1000; i++) opened += (silent[i] = dial(port)) >= 0;
+    for (int i = 0; i < 1000; i++) opened += (silent[i] = hn_test_dial(port)) >= 0;
     CU_ASSERT_EQUAL(opened, 1000);
-    pid_t loris = slow_loris(port, 100), flood = flooder(port);
+    pid_t loris = hn_test_slow_loris(port, 100), flood = hn_test_flooder(port);
     CU_ASSERT_EQUAL(exit_of(job), 0);
     CU_ASSERT_EQUAL(lines_with(log, ": ok"), 3);
     CU_ASSERT(lines_with(log, "evicted, the oldest of the connections waiting") >= 1); /* the flood was real */

@@ -18,6 +18,7 @@
 #include "hidet_nccl/bootstrap.h"
 #include "hidet_nccl/rendezvous.h"
 #include "tests/cunit_runner.h"
+#include "tests/socket_peers.h"
 
 /* In a rank (a child): a failed check says where and why, and the rank exits 1. */
 #define EXPECT(cond)                                                                                          \

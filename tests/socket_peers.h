@@ -1,0 +1,22 @@
+/* What the socket rendezvous tests play against it: a port for its listener, a connection to it,
+ * and the hostile peers (a slow loris, a flood). */
+#ifndef HIDET_NCCL_TESTS_SOCKET_PEERS_H_
+#define HIDET_NCCL_TESTS_SOCKET_PEERS_H_
+
+#include <sys/types.h>
+
+/* A port for a test's listener that nothing listens on now: one of 20000 .. 31999, below Linux's
+ * ephemeral range (32768 ..), where the outgoing connections of the tests running beside this one
+ * take ports (a port of that range, free when asked, could be taken before the listener binds it). */
+int hn_test_port(void);
+/* A connection to port on this host, tried again (a new socket each time) for up to 10 s while
+ * nothing listens yet; -1 if none was made. */
+int hn_test_dial(int port);
+/* A child holding `count` (at most 128) connections to port, each sent a byte of a hello every
+ * 200 ms, until killed. */
+pid_t hn_test_slow_loris(int port, int count);
+/* A child opening a new silent connection to port every millisecond, keeping the last 400, until
+ * killed. */
+pid_t hn_test_flooder(int port);
+
+#endif
