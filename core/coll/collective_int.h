@@ -22,6 +22,13 @@ typedef struct {
     cudaStream_t stream;
     int op;             /* the reduction's hidet_nccl_op_t (set by reduce_plan), or -1 */
     hn_trace_t *trace;  /* the communicator's flight recorder, or NULL */
+    /* Set by the route on library memory (core/coll/mem_route.c): the view that runs the call
+     * (an hn_view_t; 0, plain, unless routed); when it names the own kernels, their workspace
+     * (NULL: they cannot run here, own_why says why) and whether both buffers lie in library
+     * memory (core/coll/own_all_reduce.c decides). */
+    int view, own_library;
+    struct hn_own *own;
+    const char *own_why;
 } hn_coll_t;
 
 /* The communicator of a live id that has not failed (nothing else is asked of NCCL yet). */

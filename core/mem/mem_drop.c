@@ -1,5 +1,6 @@
-/* What goes with a communicator: its registrations undone and its siblings destroyed before it
- * is (or, when it is aborted, forgotten and aborted with it); at finalize, everything of library
+/* What goes with a communicator: its registrations undone, its siblings destroyed and its own
+ * kernels' workspace let go of before it is (or, when it is aborted, forgotten and aborted with
+ * it, the kernels told to stop waiting); at finalize, everything of library
  * memory. The communicator layer runs these through the dropper given it here when library
  * memory first keeps something. */
 #include "core/comm/comm_destroy_int.h"
@@ -7,6 +8,7 @@
 #include "core/base/status_int.h"
 #include "core/base/log_int.h"
 #include "core/mem/mem_int.h"
+#include "core/mem/mem_own_int.h"
 #include "core/nccl/nccl_loader_int.h"
 #include "core/comm/registry_int.h"
 
@@ -30,6 +32,7 @@ static void drop(int comm_id, int abandon) {
             HN_WARN("registration %d of communicator id %d: %s", r.handle, r.comm_id, hidet_nccl__error_detail());
     hn_views_t v;
     while (hidet_nccl__mem_take_views(comm_id, &v)) {
+        hidet_nccl__own_release(v.own, abandon);
         for (int k = HN_VIEW_PLAIN + 1; k < HN_NUM_VIEWS; k++) {
             if (v.ids[k] < 0 || v.ids[k] == v.comm_id) continue;
             if (abandon)
@@ -50,6 +53,7 @@ static void drop_all(void) {
         if (n != NULL && n->MemFree != NULL && n->MemFree(a.base) == ncclSuccess) freed++;
         hidet_nccl__device_back(previous, a.device);
     }
+    hidet_nccl__own_finalize();
     hidet_nccl__mem_free_tables();
     if (freed > 0) HN_INFO("finalize: %d allocations of library memory freed", freed);
 }

@@ -37,12 +37,17 @@ typedef struct {
     int used;
 } hn_reg_t;
 
-/* The siblings of a communicator with AUTO registrations: a view per way NCCL runs. */
+/* The siblings of a communicator with AUTO registrations: a view per way NCCL runs (ids -1
+ * and comms NULL for a view never made, and for the own kernels' views), and the own kernels'
+ * workspace when its table takes them; or, with an OWN registration, the workspace alone. */
 typedef struct {
     int comm_id;
     int ids[HN_NUM_VIEWS]; /* [HN_VIEW_PLAIN] is comm_id itself */
     ncclComm_t comms[HN_NUM_VIEWS];
     const hn_tune_t *tune;
+    int own_only;         /* made by HIDET_NCCL_REGISTER_OWN: own kernels wherever they can run, no table */
+    struct hn_own *own;   /* NULL: the own kernels cannot run here (own_why) or the table never takes them */
+    char own_why[256];
 } hn_views_t;
 
 /* The tables, under their lock (mem_lock / mem_unlock). */

@@ -5,6 +5,8 @@
  *   all_reduce  float32  1048576  plain     <collective> <dtype or *> <up to bytes, or max> <view>
  *   all_reduce  float32  max      buffer
  *
+ * Views: plain, buffer, window (NCCL's), own1, own2 (the own one-shot and two-shot all_reduce).
+ *
  * Per collective and dtype the sizes ascend; a line for a dtype overrides the collective's
  * "*" lines for it; sizes past the last range run plain. */
 #include <errno.h>
@@ -190,6 +192,9 @@ static int parse_fields(const char *buf, int line, int *ci, int *d, size_t *upto
     if ((*vi = lookup(k_views, HN_NUM_VIEWS, view)) < 0)
         return fail(why, why_len, line, "view '%s' is not %s", view,
                     one_of(k_views, HN_NUM_VIEWS, names, sizeof names));
+    if (hidet_nccl__view_is_own(*vi) && *ci != HN_TUNED_ALL_REDUCE)
+        return fail(why, why_len, line, "view '%s' (the library's own kernels) is for all_reduce only, not %s", view,
+                    coll);
     *upto = SIZE_MAX;
     if (strcmp(size, "max") != 0 && parse_bytes(size, upto) != 0)
         return fail(why, why_len, line, "size '%s' is not a byte count from 1 to %zu in decimal digits (or max)", size,

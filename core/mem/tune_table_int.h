@@ -8,15 +8,19 @@
 
 #include "hidet_nccl/hidet_nccl.h"
 
-/* The ways NCCL runs a collective on library memory (views), and the collectives the table
- * tunes: one list each, with the names the file format and the messages use. */
-#define HN_VIEWS(X) X(PLAIN, "plain") X(BUFFER, "buffer") X(WINDOW, "window")
+/* The ways a collective runs on library memory (views: NCCL's plain, registered buffer and
+ * window; the library's own one-shot and two-shot all_reduce kernels), and the collectives the
+ * table tunes: one list each, with the names the file format and the messages use. */
+#define HN_VIEWS(X) X(PLAIN, "plain") X(BUFFER, "buffer") X(WINDOW, "window") X(OWN1, "own1") X(OWN2, "own2")
 #define HN_TUNED(X) X(ALL_REDUCE, "all_reduce") X(ALL_GATHER, "all_gather") X(REDUCE_SCATTER, "reduce_scatter")
 
 #define HN_VIEW_ENUM(id, name) HN_VIEW_##id,
 #define HN_TUNED_ENUM(id, name) HN_TUNED_##id,
 typedef enum { HN_VIEWS(HN_VIEW_ENUM) HN_NUM_VIEWS } hn_view_t;
 typedef enum { HN_TUNED(HN_TUNED_ENUM) HN_NUM_TUNED } hn_tuned_t;
+/* NCCL's views are those before the own kernels'. */
+#define HN_NUM_NCCL_VIEWS HN_VIEW_OWN1
+static inline int hidet_nccl__view_is_own(int v) { return v == HN_VIEW_OWN1 || v == HN_VIEW_OWN2; }
 
 #define HN_TUNE_RANGES 16  /* size ranges per collective and dtype */
 #define HN_TUNE_LINES 1024 /* lines a file may have */
@@ -57,7 +61,7 @@ hidet_nccl_status_t hidet_nccl__tune_get(const hn_tune_t **t);
 /* Whether any collective, dtype or size of t takes view v (AUTO makes a sibling only for a
  * view its table takes). */
 int hidet_nccl__tune_uses(const hn_tune_t *t, hn_view_t v);
-/* "plain", "buffer", "window"; "?" for no view. */
+/* "plain", "buffer", "window", "own1", "own2"; "?" for no view. */
 const char *hidet_nccl__view_name(hn_view_t v);
 /* "all_reduce", "all_gather", "reduce_scatter"; "?" for no collective of the table. */
 

@@ -313,6 +313,7 @@ hidet_nccl_status_t hidet_nccl_mem_free(void *ptr);
 #define HIDET_NCCL_REGISTER_AUTO 0   /* buffer and window on siblings; per-call choice (above) */
 #define HIDET_NCCL_REGISTER_BUFFER 1 /* ncclCommRegister on the communicator itself (2.19) */
 #define HIDET_NCCL_REGISTER_WINDOW 2 /* ncclCommWindowRegister, symmetric, on it itself (2.27) */
+#define HIDET_NCCL_REGISTER_OWN 3    /* the library's own all_reduce kernels on it itself */
 
 /* Registers [ptr, ptr + bytes) with the communicator as flags says; *handle names it for
  * hidet_nccl_deregister. AUTO and WINDOW are collective (every rank calls, in the same
@@ -324,6 +325,25 @@ hidet_nccl_status_t hidet_nccl_register(int comm_id, void *ptr, size_t bytes, in
  * not of this communicator, deregistered already, or still in use (as mem_free). Destroying
  * the communicator, or hidet_nccl_finalize, deregisters what is left. */
 hidet_nccl_status_t hidet_nccl_deregister(int comm_id, int handle);
+
+/* The library's own all_reduce kernels (docs/own_kernels.md): below a few MiB, on GPUs of one
+ * host with peer access, a one-shot kernel (every rank reads every rank's data and reduces)
+ * and a two-shot one (reduce-scatter, then all-gather, through peer memory) beat NCCL. They
+ * run on library memory of a communicator of 2 to 8 ranks, for float32, tfloat32, float16,
+ * bfloat16, int32, uint32 (sum, prod, max, min, avg), complex64 (sum, avg) and float8 (max,
+ * min: exact). The tuning table names them as views "own1" and "own2" where they were
+ * measured faster, and AUTO then takes them; HIDET_NCCL_REGISTER_OWN takes them for every
+ * all_reduce on the communicator they can run. Each rank maps its peers' workspaces (CUDA
+ * IPC, exchanged through the communicator) at the first such registration (collective);
+ * every other call takes NCCL's path, with the reason at INFO. */
+
+/* How hidet_nccl_all_reduce would run this call on this rank, in words, into route (at most
+ * route_len bytes, NUL-terminated): "own one-shot", "own two-shot", "nccl plain", "nccl
+ * buffer" or "nccl window", then, when the table named own kernels that cannot run it, ": "
+ * and why. Checks the arguments as all_reduce does; touches no GPU. */
+hidet_nccl_status_t hidet_nccl_all_reduce_route(int comm_id, const void *sendbuff, const void *recvbuff,
+                                                size_t count, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
+                                                char *route, size_t route_len);
 
 /* ---------------------------------------------------------------- flight recorder
  *
