@@ -22,6 +22,7 @@ targets=(
     //tests:peer_death_gpu_test_mpi
     //tests:peer_death_gpu_test_file
     //tests:recover_gpu_test
+    //tests:own_gpu_test
     //examples:hello_all_reduce
     //examples:mpi_all_reduce
     //examples:file_all_reduce
@@ -69,6 +70,7 @@ rm -rf "$fdir"
 cp tools/gpu_bundle_run.sh "$dest/run.sh"
 cp tests/gpu/peer_death.sh "$dest/peer_death.sh"
 cp tests/gpu/recover.sh "$dest/recover.sh"
+cp tests/gpu/own_fake_nodes.sh "$dest/own_fake_nodes.sh"
 cp tests/gpu/mem_table.sh "$dest/mem_table.sh"
 cp tools/gpu_two_nodes.sh "$dest/two_nodes.sh"
 cp tools/gpu_fake_nodes.sh "$dest/fake_nodes.sh"

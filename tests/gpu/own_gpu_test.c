@@ -1,0 +1,749 @@
+/* The library's own all_reduce kernels on GPUs, one process per rank: hidet-nccl-run -n N own_gpu_test
+ * (N from 2 to 8), or tests/gpu/own_fake_nodes.sh (2 ranks sharing one GPU as two fake nodes).
+ * On library memory registered HIDET_NCCL_REGISTER_OWN:
+ *  - routes (hidet_nccl_all_reduce_route): every call the own kernels take, up to 4 MiB (their
+ *    staging), must be routed "own one-shot" or "own two-shot", and the sweep must see both; float64
+ *    and memory outside the registration must not be; above 4 MiB NCCL takes the call, still checked;
+ *  - exact results against a host reference for every dtype x op the own kernels take, 8 B to 8 MiB,
+ *    odd counts (bytes not a multiple of 16), in place and out of place, at element offset 0 and 1;
+ *    the bytes around the output and the input of an out-of-place call untouched;
+ *  - 1000 back-to-back calls on one stream, each with its own input, each output copied away on the
+ *    stream and checked at the end: at a one-shot size and at a two-shot size;
+ *  - a CUDA graph of own all_reduces and their input and output copies, replayed 100 times with new
+ *    inputs;
+ *  - two communicators (the launcher's and a split of it, each OWN on its own library memory) called
+ *    alternately on two streams with no synchronization between.
+ * Inputs are pseudo-random per rank, call and element, chosen so that every result is exact whatever
+ * the order of the ranks (small multiples of 1/4 for floats, {+-1/2, +-1, +-2} for products, any bits
+ * for 32-bit integers, any finite float8 for max/min), and compared bit for bit. They repeat every
+ * PERIOD elements, a prime, so that 8 MiB cost a few memcpy (no count here is a multiple of it).
+ * Prints "own_gpu_test: N checks, 0 wrong" and exits 0; else the first failures, and exits 1. Without
+ * a GPU, outside a launcher or with one rank, it fails. */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hidet_nccl/bootstrap.h"
+#include "hidet_nccl/hidet_nccl.h"
+#include "tests/gpu/now.h"
+
+#define KIB ((size_t)1 << 10)
+#define MIB ((size_t)1 << 20)
+#define MAX_RANKS 8
+#define OWN_MAX_BYTES (4 * MIB) /* the own kernels' staging: larger calls take NCCL */
+#define PERIOD ((size_t)65521)  /* inputs repeat every PERIOD elements */
+#define GUARD 64                /* bytes after an output that must stay untouched */
+#define POISON 0xA5             /* what the output and its guards hold before a call */
+#define MAX_PRINTED 20          /* failures printed in full */
+#define ROUTE_LEN 256
+
+/* A communicator's library memory (MEM_BYTES, registered OWN as a whole), by the part that uses it. */
+#define MEM_BYTES (128 * MIB)
+#define SWEEP_SEND 0          /* exact sweep: input (or in place), up to 8 MiB + an element + GUARD */
+#define SWEEP_RECV (16 * MIB) /* exact sweep: output */
+#define GRAPH_AT (32 * MIB)   /* graph: slot k's input at GRAPH_AT + k * GRAPH_SLOT, output 2 MiB later */
+#define GRAPH_SLOT (4 * MIB)
+#define B2B_SEND (48 * MIB) /* back-to-back calls, up to 4 MiB */
+#define B2B_RECV (56 * MIB)
+#define PAIR_AT (64 * MIB) /* two communicators: call j's input at PAIR_AT + j * 2 MiB, output 1 MiB later */
+#define PAIR_CALLS 24
+
+#define HOST_BYTES (9 * MIB)
+static int g_rank, g_n, g_checks, g_wrong;
+static int g_one_shot, g_two_shot, g_other; /* routes the exact sweep saw */
+static int g_nccl_version, g_not_compared;  /* calls NCCL took whose result was not compared */
+static unsigned char *g_in, *g_out, *g_chk; /* pinned host buffers of HOST_BYTES */
+static unsigned char *g_want;               /* expected output, PERIOD elements */
+
+#define HN(call)                                                                                                 \
+    do {                                                                                                         \
+        hidet_nccl_status_t st_ = (call);                                                                        \
+        if (st_ != HIDET_NCCL_SUCCESS) {                                                                         \
+            fprintf(stderr, "own_gpu_test: rank %d: FAILED: %s: %s: %s\n", g_rank, #call,                        \
+                    hidet_nccl_status_string(st_), hidet_nccl_last_error());                                     \
+            exit(1);                                                                                             \
+        }                                                                                                        \
+    } while (0)
+#define CU(call)                                                                                                 \
+    do {                                                                                                         \
+        cudaError_t e_ = (call);                                                                                 \
+        if (e_ != cudaSuccess) {                                                                                 \
+            fprintf(stderr, "own_gpu_test: rank %d: FAILED: %s: %s\n", g_rank, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                                             \
+        }                                                                                                        \
+    } while (0)
+
+/* One check: counted, and described (printf-style) when it fails, for the first MAX_PRINTED failures. */
+__attribute__((format(printf, 2, 3))) static void check(int ok, const char *fmt, ...) {
+    g_checks++;
+    if (ok) return;
+    if (++g_wrong <= MAX_PRINTED) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "own_gpu_test: rank %d: WRONG: ", g_rank);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+    } else if (g_wrong == MAX_PRINTED + 1) {
+        fprintf(stderr, "own_gpu_test: rank %d: more failures, not printed\n", g_rank);
+    }
+}
+
+/* ---------------------------------------------------------------- dtypes, ops */
+
+typedef enum { K_FLOAT, K_INT32, K_UINT32, K_FP8 } kind_t;
+typedef struct {
+    int ebits, mbits; /* a binary float format with a hidden bit and subnormals */
+} fmt_t;
+
+typedef struct {
+    hidet_nccl_dtype_t dtype;
+    const char *name;
+    kind_t kind;
+    int lane_bytes; /* bytes of one scalar */
+    int lanes;      /* scalars per element (complex: 2) */
+    fmt_t fmt;      /* K_FLOAT, K_FP8: the scalar's format */
+    int span;       /* K_FLOAT: inputs k / 4 with |k| <= span, so that 8 ranks' sums are exact */
+    unsigned ops;   /* the ops the own kernels take, bit 1 << op */
+} dtype_case_t;
+
+#define OP_BIT(op) (1u << (op))
+#define MAX_MIN (OP_BIT(HIDET_NCCL_MAX) | OP_BIT(HIDET_NCCL_MIN))
+#define SUM_AVG (OP_BIT(HIDET_NCCL_SUM) | OP_BIT(HIDET_NCCL_AVG))
+#define ALL_OPS (SUM_AVG | OP_BIT(HIDET_NCCL_PROD) | MAX_MIN)
+
+/* Exact sums of 8 ranks: |sum| <= 8 * span fits the precision (float32 24 bits, tfloat32 and float16 11,
+ * bfloat16 8). */
+static const dtype_case_t k_dtypes[] = {
+    {HIDET_NCCL_FLOAT32, "float32", K_FLOAT, 4, 1, {8, 23}, 1 << 20, ALL_OPS},
+    {HIDET_NCCL_TFLOAT32, "tfloat32", K_FLOAT, 4, 1, {8, 23}, 256, ALL_OPS},
+    {HIDET_NCCL_FLOAT16, "float16", K_FLOAT, 2, 1, {5, 10}, 256, ALL_OPS},
+    {HIDET_NCCL_BFLOAT16, "bfloat16", K_FLOAT, 2, 1, {8, 7}, 32, ALL_OPS},
+    {HIDET_NCCL_INT32, "int32", K_INT32, 4, 1, {0, 0}, 0, ALL_OPS},
+    {HIDET_NCCL_UINT32, "uint32", K_UINT32, 4, 1, {0, 0}, 0, ALL_OPS},
+    {HIDET_NCCL_FLOAT8_E4M3, "float8_e4m3", K_FP8, 1, 1, {4, 3}, 0, MAX_MIN},
+    {HIDET_NCCL_FLOAT8_E5M2, "float8_e5m2", K_FP8, 1, 1, {5, 2}, 0, MAX_MIN},
+    {HIDET_NCCL_COMPLEX64, "complex64", K_FLOAT, 4, 2, {8, 23}, 1 << 20, SUM_AVG},
+};
+#define NUM_DTYPES (sizeof k_dtypes / sizeof k_dtypes[0])
+
+static const char *const k_op_names[HIDET_NCCL_NUM_OPS] = {"sum", "prod", "max", "min", "avg"};
+
+static const dtype_case_t *find_dtype(hidet_nccl_dtype_t dtype) {
+    for (size_t i = 0; i < NUM_DTYPES; i++)
+        if (k_dtypes[i].dtype == dtype) return &k_dtypes[i];
+    fprintf(stderr, "own_gpu_test: no dtype %d in the table\n", (int)dtype);
+    exit(1);
+}
+
+static size_t elem_size(const dtype_case_t *d) { return (size_t)d->lane_bytes * (size_t)d->lanes; }
+
+/* ---------------------------------------------------------------- host arithmetic */
+
+static double decode(fmt_t f, uint32_t bits) {
+    int bias = (1 << (f.ebits - 1)) - 1;
+    uint32_t m = bits & ((1u << f.mbits) - 1), e = (bits >> f.mbits) & ((1u << f.ebits) - 1);
+    double mag = e == 0 ? ldexp(m, 1 - bias - f.mbits) : ldexp(m | (1u << f.mbits), (int)e - bias - f.mbits);
+    return (bits >> (f.ebits + f.mbits)) & 1u ? -mag : mag;
+}
+
+/* v rounded to format f, to nearest with ties to even (v finite, within f's range), as f's bits. */
+static uint32_t encode(fmt_t f, double v) {
+    int bias = (1 << (f.ebits - 1)) - 1, e;
+    uint32_t sign = signbit(v) ? 1u << (f.ebits + f.mbits) : 0;
+    double a = fabs(v);
+    if (a == 0) return sign;
+    frexp(a, &e);                                   /* the leading bit of a is 2^(e - 1) */
+    int lead = e - 1 < 1 - bias ? 1 - bias : e - 1; /* subnormals: the smallest normals' place */
+    uint32_t units = (uint32_t)nearbyint(ldexp(a, f.mbits - lead)); /* in ulps, ties to even */
+    /* units holds the hidden bit (normals), so the exponent field is one less; a carry of the rounding
+     * into the next binade, and a subnormal rounded up to the smallest normal, come out right */
+    return sign | (((uint32_t)(lead + bias - 1) << f.mbits) + units);
+}
+
+/* A scalar of d as a float (exact: the scalars here fit a float). */
+static float lane_value(const dtype_case_t *d, uint32_t bits) {
+    if (d->lane_bytes == 4) {
+        float f;
+        memcpy(&f, &bits, 4);
+        return f;
+    }
+    return (float)decode(d->fmt, bits);
+}
+
+/* v (a float) rounded once to d's scalar, as bits. */
+static uint32_t lane_bits(const dtype_case_t *d, float v) {
+    uint32_t bits;
+    if (d->lane_bytes == 4) {
+        memcpy(&bits, &v, 4);
+        return bits;
+    }
+    return encode(d->fmt, v);
+}
+
+static uint32_t mix(uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+/* Whether a float8 byte is a finite value other than -0 (max/min of +0 and -0 have no single winner). */
+static int fp8_usable(fmt_t f, uint32_t b) {
+    uint32_t e = (b >> f.mbits) & ((1u << f.ebits) - 1), m = b & ((1u << f.mbits) - 1);
+    if (b == 0x80) return 0;
+    if (f.ebits == 4) return !(e == 15 && m == 7); /* e4m3: S.1111.111 is NaN; no infinities */
+    return e != 31;                                /* e5m2: infinities and NaNs */
+}
+
+/* Scalar j (element j / lanes) of rank's input of a call (salt), as bits. */
+static uint32_t input_lane(const dtype_case_t *d, hidet_nccl_op_t op, uint32_t salt, int rank, size_t j) {
+    static const float k_factors[] = {-2.0f, -1.0f, -0.5f, 0.5f, 1.0f, 2.0f};
+    uint32_t h = mix(mix(salt * 0x9e3779b9u + (uint32_t)rank) ^ ((uint32_t)j * 0x85ebca6bu + 0x68e31da4u));
+    switch (d->kind) {
+        case K_INT32:
+        case K_UINT32: return h;
+        case K_FP8: return fp8_usable(d->fmt, h & 0xffu) ? h & 0xffu : (h >> 8) & 0x3fu;
+        default: break;
+    }
+    if (op == HIDET_NCCL_PROD) return lane_bits(d, k_factors[h % 6u]);
+    int k = (int)(h % (2u * (uint32_t)d->span + 1u)) - d->span;
+    return lane_bits(d, (float)k * 0.25f);
+}
+
+/* The reduction of one scalar over the ranks' inputs in[0 .. n-1] (rank order), as the own kernels
+ * define it: floats accumulated in float32 and rounded once (avg: a float32 division first); max/min:
+ * the winner's bits; 32-bit integers wrap, their avg is C's division of the wrapped sum. */
+static uint32_t reduce_lane(const dtype_case_t *d, hidet_nccl_op_t op, const uint32_t *in, int n) {
+    if (d->kind == K_INT32 || d->kind == K_UINT32) {
+        int sgn = d->kind == K_INT32;
+        uint32_t acc = in[0];
+        for (int r = 1; r < n; r++) {
+            uint32_t v = in[r];
+            int greater = sgn ? (int32_t)v > (int32_t)acc : v > acc;
+            int less = sgn ? (int32_t)v < (int32_t)acc : v < acc;
+            if (op == HIDET_NCCL_SUM || op == HIDET_NCCL_AVG) acc += v;
+            if (op == HIDET_NCCL_PROD) acc *= v;
+            if ((op == HIDET_NCCL_MAX && greater) || (op == HIDET_NCCL_MIN && less)) acc = v;
+        }
+        if (op == HIDET_NCCL_AVG) acc = sgn ? (uint32_t)((int32_t)acc / n) : acc / (uint32_t)n;
+        return acc;
+    }
+    float acc = lane_value(d, in[0]);
+    uint32_t winner = in[0];
+    for (int r = 1; r < n; r++) {
+        float v = lane_value(d, in[r]);
+        if (op == HIDET_NCCL_SUM || op == HIDET_NCCL_AVG) acc += v;
+        if (op == HIDET_NCCL_PROD) acc *= v;
+        if ((op == HIDET_NCCL_MAX && v > acc) || (op == HIDET_NCCL_MIN && v < acc)) {
+            acc = v;
+            winner = in[r];
+        }
+    }
+    if (op == HIDET_NCCL_MAX || op == HIDET_NCCL_MIN) return winner;
+    if (op == HIDET_NCCL_AVG) acc /= (float)n;
+    return lane_bits(d, acc);
+}
+
+static void put_lane(void *p, size_t j, int bytes, uint32_t bits) {
+    memcpy((unsigned char *)p + j * (size_t)bytes, &bits, (size_t)bytes); /* little-endian */
+}
+
+/* Repeats the first `done` elements of out up to n, by doubling copies. */
+static void repeat(void *out, size_t es, size_t done, size_t n) {
+    unsigned char *p = out;
+    while (done < n) {
+        size_t m = done < n - done ? done : n - done;
+        memcpy(p + done * es, p, m * es);
+        done += m;
+    }
+}
+
+/* The input of (world) rank for a call (salt): count elements of d at out. */
+static void fill_input(const dtype_case_t *d, hidet_nccl_op_t op, uint32_t salt, int rank, size_t count, void *out) {
+    size_t first = count < PERIOD ? count : PERIOD;
+    for (size_t j = 0; j < first * (size_t)d->lanes; j++)
+        put_lane(out, j, d->lane_bytes, input_lane(d, op, salt, rank, j));
+    repeat(out, elem_size(d), first, count);
+}
+
+/* The first min(count, PERIOD) elements of the result over ranks[0 .. n-1] (world ranks, in the
+ * communicator's order) into g_want; the rest repeats them. */
+static void fill_expected(const dtype_case_t *d, hidet_nccl_op_t op, uint32_t salt, const int *ranks, int n,
+                          size_t count) {
+    size_t first = count < PERIOD ? count : PERIOD;
+    uint32_t in[MAX_RANKS];
+    for (size_t j = 0; j < first * (size_t)d->lanes; j++) {
+        for (int r = 0; r < n; r++) in[r] = input_lane(d, op, salt, ranks[r], j);
+        put_lane(g_want, j, d->lane_bytes, reduce_lane(d, op, in, n));
+    }
+}
+
+/* The first element of got (count elements of es bytes) that differs from g_want repeated, or -1. */
+static size_t first_wrong(const unsigned char *got, size_t es, size_t count) {
+    for (size_t at = 0; at < count; at += PERIOD) {
+        size_t m = count - at < PERIOD ? count - at : PERIOD;
+        if (memcmp(got + at * es, g_want, m * es) == 0) continue;
+        for (size_t k = 0; k < m; k++)
+            if (memcmp(got + (at + k) * es, g_want + k * es, es) != 0) return at + k;
+    }
+    return (size_t)-1;
+}
+
+/* An element's bytes as a hex number into buf (little-endian: the last byte first). */
+static void hex(const unsigned char *p, size_t es, char *buf) {
+    char *o = buf + sprintf(buf, "0x");
+    for (size_t k = es; k-- > 0;) o += sprintf(o, "%02x", p[k]);
+}
+
+/* Checks an output held at got + off (count elements of d, the result over ranks[0 .. n-1] of the salt's
+ * inputs): exact, and the off bytes before it and GUARD bytes after it still POISON. */
+static void check_output(const dtype_case_t *d, hidet_nccl_op_t op, uint32_t salt, const int *ranks, int n,
+                         const unsigned char *got, size_t off, size_t count, const char *what) {
+    size_t es = elem_size(d), bytes = count * es;
+    fill_expected(d, op, salt, ranks, n, count);
+    size_t bad = first_wrong(got + off, es, count);
+    char g[40] = "", w[40] = "";
+    if (bad != (size_t)-1) {
+        hex(got + off + bad * es, es, g);
+        hex(g_want + (bad % PERIOD) * es, es, w);
+    }
+    check(bad == (size_t)-1, "%s: element %zu is %s, want %s", what, bad, g, w);
+    int guards = 1;
+    for (size_t k = 0; k < off; k++) guards &= got[k] == POISON;
+    for (size_t k = 0; k < GUARD; k++) guards &= got[off + bytes + k] == POISON;
+    check(guards, "%s: bytes next to the output were written", what);
+}
+
+/* ---------------------------------------------------------------- communicators, routes */
+
+typedef struct {
+    const char *name;
+    int id, rank, n;
+    int members[MAX_RANKS]; /* the world ranks of its ranks, in its order */
+    char *mem;              /* MEM_BYTES of library memory, registered OWN */
+    int handle;
+} comm_t;
+
+static void comm_setup(comm_t *c, const char *name, int id, const int *members) {
+    c->name = name;
+    c->id = id;
+    HN(hidet_nccl_comm_rank(id, &c->rank));
+    HN(hidet_nccl_comm_size(id, &c->n));
+    memcpy(c->members, members, sizeof c->members);
+    check(c->members[c->rank] == g_rank, "communicator %s: rank %d is world rank %d, want %d", name, c->rank,
+          c->members[c->rank], g_rank);
+    void *mem;
+    HN(hidet_nccl_mem_alloc(id, MEM_BYTES, &mem));
+    c->mem = mem;
+    HN(hidet_nccl_register(id, mem, MEM_BYTES, HIDET_NCCL_REGISTER_OWN, &c->handle)); /* collective */
+}
+
+static void comm_release(comm_t *c) {
+    HN(hidet_nccl_deregister(c->id, c->handle));
+    HN(hidet_nccl_mem_free(c->mem));
+    HN(hidet_nccl_comm_destroy(c->id));
+}
+
+static void route_of(const comm_t *c, const void *send, const void *recv, size_t count, hidet_nccl_dtype_t dtype,
+                     hidet_nccl_op_t op, char *route) {
+    HN(hidet_nccl_all_reduce_route(c->id, send, recv, count, dtype, op, route, ROUTE_LEN));
+}
+
+static int is_own(const char *route) { return strncmp(route, "own ", 4) == 0; }
+
+/* The route of a call of the own kernels' dtype x op, checked: own up to OWN_MAX_BYTES. Counted into
+ * the sweep's totals when count_it. Whether it is own. */
+static int check_route(const comm_t *c, const void *send, const void *recv, size_t count, const dtype_case_t *d,
+                        hidet_nccl_op_t op, const char *what, int count_it) {
+    char route[ROUTE_LEN];
+    route_of(c, send, recv, count, d->dtype, op, route);
+    if (count * elem_size(d) <= OWN_MAX_BYTES)
+        check(is_own(route), "%s: routed \"%s\", not to the own kernels", what, route);
+    if (count_it) {
+        if (strncmp(route, "own one-shot", 12) == 0)
+            g_one_shot++;
+        else if (strncmp(route, "own two-shot", 12) == 0)
+            g_two_shot++;
+        else
+            g_other++;
+    }
+    return is_own(route);
+}
+
+/* Routes of a few calls, printed by rank 0; calls the own kernels cannot run must not be routed to them. */
+static void show_routes(const comm_t *c) {
+    static const size_t k_bytes[] = {8, 4 * KIB, 64 * KIB, 256 * KIB, MIB, 2 * MIB, 4 * MIB, 8 * MIB};
+    char route[ROUTE_LEN];
+    char *send = c->mem + SWEEP_SEND, *recv = c->mem + SWEEP_RECV;
+    for (size_t i = 0; i < sizeof k_bytes / sizeof k_bytes[0]; i++) {
+        route_of(c, send, recv, k_bytes[i] / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, route);
+        if (g_rank == 0) printf("own_gpu_test: route of float32 sum, %zu B: %s\n", k_bytes[i], route);
+    }
+    route_of(c, send, recv, 64 * KIB / 8, HIDET_NCCL_FLOAT64, HIDET_NCCL_SUM, route);
+    if (g_rank == 0) printf("own_gpu_test: route of float64 sum, 64 KiB: %s\n", route);
+    check(!is_own(route), "float64 sum routed \"%s\": the own kernels do not take float64", route);
+    void *plain;
+    CU(cudaMalloc(&plain, 128 * KIB));
+    route_of(c, plain, (char *)plain + 64 * KIB, 64 * KIB / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, route);
+    if (g_rank == 0) printf("own_gpu_test: route of float32 sum, 64 KiB of cudaMalloc memory: %s\n", route);
+    check(!is_own(route), "float32 sum on memory outside the registration routed \"%s\"", route);
+    CU(cudaFree(plain));
+}
+
+/* ---------------------------------------------------------------- exact sweep */
+
+/* The counts of d the sweep runs: 24 B, odd counts, and around powers of two from 8 B to 8 MiB. */
+static size_t sweep_counts(const dtype_case_t *d, size_t *out) {
+    static const size_t k_pow2[] = {8, 16, 64, 256, KIB, 4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB,
+                                    MIB, 2 * MIB, 4 * MIB, 8 * MIB};
+    static const size_t k_odd[] = {1, 3, 1001, 1003, 12345};
+    size_t es = elem_size(d), n = 0;
+    out[n++] = 24 / es;
+    for (size_t i = 0; i < sizeof k_odd / sizeof k_odd[0]; i++) out[n++] = k_odd[i];
+    for (size_t i = 0; i < sizeof k_pow2 / sizeof k_pow2[0]; i++) {
+        size_t c = k_pow2[i] / es;
+        if (c == 0) continue;
+        if (c > 1) out[n++] = c - 1;
+        out[n++] = c;
+        out[n++] = c + 1; /* bytes not a multiple of 16 */
+    }
+    return n;
+}
+
+/* Whether a call NCCL takes (above the own kernels' staging) can be compared with the own kernels'
+ * result: not float avg on a number of ranks that is not a power of two (NCCL multiplies each input by
+ * a rounded 1/N before its sum); said once. */
+static int nccl_comparable(const dtype_case_t *d, hidet_nccl_op_t op) {
+    static int said;
+    if (op != HIDET_NCCL_AVG || d->kind != K_FLOAT || (g_n & (g_n - 1)) == 0) return 1;
+    if (!said++)
+        printf("own_gpu_test: float avg routed to NCCL on %d ranks not compared (NCCL's avg is a sum of inputs "
+               "times a rounded 1/%d)\n",
+               g_n, g_n);
+    g_not_compared++;
+    return 0;
+}
+
+/* One call of the sweep (out of place or in place, at element offset 0 or 1), checked. */
+static void sweep_call(const comm_t *c, const dtype_case_t *d, hidet_nccl_op_t op, size_t count, int in_place,
+                       int offset, uint32_t salt, cudaStream_t s) {
+    size_t es = elem_size(d), bytes = count * es, off = offset ? es : 0, span = off + bytes + GUARD;
+    char *send = c->mem + SWEEP_SEND + off, *out_at = c->mem + (in_place ? SWEEP_SEND : SWEEP_RECV);
+    char *recv = out_at + off;
+    char what[160];
+    snprintf(what, sizeof what, "%s %s of %zu (%zu B), %s, offset %d", d->name, k_op_names[op], count, bytes,
+             in_place ? "in place" : "out of place", offset);
+    if (bytes > OWN_MAX_BYTES && d->kind == K_FP8 && g_nccl_version < 22400) {
+        static int said;
+        if (!said++) printf("own_gpu_test: float8 above 4 MiB not run: NCCL %d has no float8 (2.24)\n", g_nccl_version);
+        g_not_compared++;
+        return;
+    }
+    int own = check_route(c, send, recv, count, d, op, what, 1);
+    fill_input(d, op, salt, g_rank, count, g_in);
+    CU(cudaMemsetAsync(out_at, POISON, span, s));
+    CU(cudaMemcpyAsync(send, g_in, bytes, cudaMemcpyHostToDevice, s));
+    HN(hidet_nccl_all_reduce(c->id, send, recv, count, d->dtype, op, s));
+    CU(cudaMemcpyAsync(g_out, out_at, span, cudaMemcpyDeviceToHost, s));
+    if (!in_place) CU(cudaMemcpyAsync(g_chk, send, bytes, cudaMemcpyDeviceToHost, s));
+    CU(cudaStreamSynchronize(s));
+    if (own || nccl_comparable(d, op)) check_output(d, op, salt, c->members, c->n, g_out, off, count, what);
+    if (!in_place) check(memcmp(g_chk, g_in, bytes) == 0, "%s: the input was changed", what);
+}
+
+static void exact_sweep(const comm_t *c, cudaStream_t s) {
+    uint32_t salt = 1;
+    size_t counts[64];
+    double t0 = hn_now();
+    for (size_t i = 0; i < NUM_DTYPES; i++) {
+        const dtype_case_t *d = &k_dtypes[i];
+        size_t nc = sweep_counts(d, counts);
+        for (int op = 0; op < HIDET_NCCL_NUM_OPS; op++) {
+            if (!(d->ops & OP_BIT(op))) continue;
+            int wrong_before = g_wrong;
+            for (size_t k = 0; k < nc; k++)
+                for (int variant = 0; variant < 4; variant++)
+                    sweep_call(c, d, (hidet_nccl_op_t)op, counts[k], variant & 1, variant >> 1, salt++, s);
+            if (g_rank == 0)
+                printf("own_gpu_test: %s %s: %zu counts x 4 ways, %d wrong here\n", d->name, k_op_names[op], nc,
+                       g_wrong - wrong_before);
+        }
+    }
+    printf("own_gpu_test: exact sweep: %u calls in %.1f s, routed own one-shot %d, own two-shot %d, other %d\n",
+           salt - 1, hn_now() - t0, g_one_shot, g_two_shot, g_other);
+    check(g_one_shot > 0, "no call of the sweep was routed to own one-shot: that kernel is untested");
+    check(g_two_shot > 0, "no call of the sweep was routed to own two-shot: that kernel is untested");
+}
+
+/* ---------------------------------------------------------------- back-to-back calls */
+
+#define B2B_CALLS 1000
+#define B2B_SAMPLES 4096 /* 16 bytes kept of each of up to this many pieces of each output */
+
+static int route_is(const comm_t *c, size_t bytes, const char *kind) {
+    char route[ROUTE_LEN];
+    route_of(c, c->mem + B2B_SEND, c->mem + B2B_RECV, bytes / 4, HIDET_NCCL_UINT32, HIDET_NCCL_SUM, route);
+    return strncmp(route, kind, strlen(kind)) == 0;
+}
+
+/* A size (bytes of uint32 sum) that takes `kind`: preferred if it does, else the largest power of two
+ * from 4 MiB down to 1 KiB that does; 0 (a failed check) if none. */
+static size_t pick_size(const comm_t *c, const char *kind, size_t preferred) {
+    if (route_is(c, preferred, kind)) return preferred;
+    for (size_t b = OWN_MAX_BYTES; b >= KIB; b /= 2)
+        if (route_is(c, b, kind)) return b;
+    check(0, "no uint32 sum from 1 KiB to 4 MiB is routed %s: its back-to-back calls are untested", kind);
+    return 0;
+}
+
+/* The byte every element of rank's input holds at call k: the sums of consecutive calls differ. */
+static unsigned char b2b_byte(int k, int rank) { return (unsigned char)(k + 29 * rank); }
+
+/* B2B_CALLS uint32 sums of `bytes` on one stream, no host wait between: call k's input set by a memset
+ * on the stream, its output (one buffer for all calls) copied on the stream into record slot k (16 bytes
+ * of every stride: all of it up to 64 KiB), every slot checked at the end. */
+static void back_to_back(const comm_t *c, size_t bytes, const char *kind, cudaStream_t s) {
+    if (bytes == 0) return;
+    size_t count = bytes / 4, stride = bytes / B2B_SAMPLES < 16 ? 16 : bytes / B2B_SAMPLES;
+    size_t rows = bytes / stride, slot = rows * 16;
+    char *send = c->mem + B2B_SEND, *recv = c->mem + B2B_RECV;
+    unsigned char *record, *host = malloc(slot * B2B_CALLS);
+    if (host == NULL) exit(1);
+    CU(cudaMalloc((void **)&record, slot * B2B_CALLS));
+    CU(cudaMemsetAsync(record, POISON, slot * B2B_CALLS, s));
+    CU(cudaStreamSynchronize(s));
+    double t0 = hn_now();
+    for (int k = 0; k < B2B_CALLS; k++) {
+        CU(cudaMemsetAsync(send, b2b_byte(k, g_rank), bytes, s));
+        HN(hidet_nccl_all_reduce(c->id, send, recv, count, HIDET_NCCL_UINT32, HIDET_NCCL_SUM, s));
+        CU(cudaMemcpy2DAsync(record + (size_t)k * slot, 16, recv, stride, 16, rows, cudaMemcpyDeviceToDevice, s));
+    }
+    CU(cudaStreamSynchronize(s));
+    double dt = hn_now() - t0;
+    CU(cudaMemcpy(host, record, slot * B2B_CALLS, cudaMemcpyDeviceToHost));
+    int wrong_calls = 0;
+    for (int k = 0; k < B2B_CALLS; k++) {
+        uint32_t sum = 0, want, got = 0;
+        for (int r = 0; r < c->n; r++) sum += b2b_byte(k, c->members[r]);
+        want = sum * 0x01010101u; /* every byte of every rank's element is the rank's byte */
+        size_t bad = (size_t)-1;
+        for (size_t i = 0; i < slot / 4 && bad == (size_t)-1; i++) {
+            memcpy(&got, host + (size_t)k * slot + i * 4, 4);
+            if (got != want) bad = i;
+        }
+        wrong_calls += bad != (size_t)-1;
+        check(bad == (size_t)-1, "back-to-back %s call %d of %zu B: word %zu kept is 0x%08x, want 0x%08x", kind, k,
+              bytes, bad, got, want);
+    }
+    printf("own_gpu_test: %d back-to-back %s uint32 sums of %zu B (each with a memset and a copy): %.1f us each, "
+           "%d wrong\n",
+           B2B_CALLS, kind, bytes, 1e6 * dt / B2B_CALLS, wrong_calls);
+    CU(cudaFree(record));
+    free(host);
+}
+
+/* ---------------------------------------------------------------- a CUDA graph */
+
+typedef struct {
+    hidet_nccl_dtype_t dtype;
+    hidet_nccl_op_t op;
+    size_t count;
+} call_t;
+
+#define GRAPH_REPLAYS 100
+static const call_t k_graph_calls[] = {
+    {HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, 1025},
+    {HIDET_NCCL_BFLOAT16, HIDET_NCCL_MAX, MIB - 33}, /* 2 MiB - 66 B: with its guard, inside its slot */
+    {HIDET_NCCL_INT32, HIDET_NCCL_AVG, 65537},
+    {HIDET_NCCL_COMPLEX64, HIDET_NCCL_SUM, 8191},
+};
+#define NUM_GRAPH_CALLS (sizeof k_graph_calls / sizeof k_graph_calls[0])
+
+/* A graph of each call's input copy (from pinned memory), own all_reduce and output copy (to pinned
+ * memory), replayed GRAPH_REPLAYS times with new inputs written into the pinned memory between replays. */
+static void graph_replays(const comm_t *c, cudaStream_t s) {
+    unsigned char *h_in[NUM_GRAPH_CALLS], *h_out[NUM_GRAPH_CALLS];
+    char *send[NUM_GRAPH_CALLS], *recv[NUM_GRAPH_CALLS];
+    for (size_t k = 0; k < NUM_GRAPH_CALLS; k++) {
+        const dtype_case_t *d = find_dtype(k_graph_calls[k].dtype);
+        size_t bytes = k_graph_calls[k].count * elem_size(d);
+        CU(cudaMallocHost((void **)&h_in[k], bytes));
+        CU(cudaMallocHost((void **)&h_out[k], bytes + GUARD));
+        send[k] = c->mem + GRAPH_AT + k * GRAPH_SLOT;
+        recv[k] = send[k] + GRAPH_SLOT / 2;
+        check_route(c, send[k], recv[k], k_graph_calls[k].count, d, k_graph_calls[k].op, "a call of the graph", 0);
+        CU(cudaMemsetAsync(recv[k], POISON, bytes + GUARD, s));
+    }
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CU(cudaStreamSynchronize(s));
+    CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (size_t k = 0; k < NUM_GRAPH_CALLS; k++) {
+        const call_t *a = &k_graph_calls[k];
+        size_t bytes = a->count * elem_size(find_dtype(a->dtype));
+        CU(cudaMemcpyAsync(send[k], h_in[k], bytes, cudaMemcpyHostToDevice, s));
+        HN(hidet_nccl_all_reduce(c->id, send[k], recv[k], a->count, a->dtype, a->op, s));
+        CU(cudaMemcpyAsync(h_out[k], recv[k], bytes + GUARD, cudaMemcpyDeviceToHost, s));
+    }
+    CU(cudaStreamEndCapture(s, &graph));
+    CU(cudaGraphInstantiate(&exec, graph, 0));
+    int wrong_before = g_wrong;
+    for (int r = 0; r < GRAPH_REPLAYS; r++) {
+        for (size_t k = 0; k < NUM_GRAPH_CALLS; k++) {
+            const call_t *a = &k_graph_calls[k];
+            const dtype_case_t *d = find_dtype(a->dtype);
+            fill_input(d, a->op, 500000u + (uint32_t)(r * 16) + (uint32_t)k, g_rank, a->count, h_in[k]);
+            memset(h_out[k], 0, a->count * elem_size(d));
+        }
+        CU(cudaGraphLaunch(exec, s));
+        CU(cudaStreamSynchronize(s));
+        for (size_t k = 0; k < NUM_GRAPH_CALLS; k++) {
+            const call_t *a = &k_graph_calls[k];
+            char what[128];
+            snprintf(what, sizeof what, "graph replay %d: %s %s of %zu", r, find_dtype(a->dtype)->name,
+                     k_op_names[a->op], a->count);
+            check_output(find_dtype(a->dtype), a->op, 500000u + (uint32_t)(r * 16) + (uint32_t)k, c->members, c->n,
+                         h_out[k], 0, a->count, what);
+        }
+    }
+    printf("own_gpu_test: a graph of %zu own all_reduces replayed %d times with new inputs: %d wrong\n",
+           NUM_GRAPH_CALLS, GRAPH_REPLAYS, g_wrong - wrong_before);
+    CU(cudaGraphExecDestroy(exec));
+    CU(cudaGraphDestroy(graph));
+    for (size_t k = 0; k < NUM_GRAPH_CALLS; k++) {
+        CU(cudaFreeHost(h_in[k]));
+        CU(cudaFreeHost(h_out[k]));
+    }
+}
+
+/* ---------------------------------------------------------------- two communicators */
+
+static const call_t k_pair_calls[] = {
+    {HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, 2048},
+    {HIDET_NCCL_BFLOAT16, HIDET_NCCL_MAX, 262144},
+    {HIDET_NCCL_INT32, HIDET_NCCL_SUM, 65537},
+    {HIDET_NCCL_FLOAT16, HIDET_NCCL_AVG, 131071},
+    {HIDET_NCCL_UINT32, HIDET_NCCL_MIN, 333},
+    {HIDET_NCCL_FLOAT8_E4M3, HIDET_NCCL_MAX, 500001},
+};
+#define NUM_PAIR_CALLS (sizeof k_pair_calls / sizeof k_pair_calls[0])
+
+/* Call j of communicator which (0: A, 1: B): its arguments, slot and salt. */
+static const call_t *pair_call(int which, int j) { return &k_pair_calls[(size_t)(j + which) % NUM_PAIR_CALLS]; }
+static char *pair_send(const comm_t *c, int j) { return c->mem + PAIR_AT + (size_t)j * 2 * MIB; }
+static uint32_t pair_salt(int which, int j) { return 700000u + (uint32_t)(2 * j + which); }
+
+/* PAIR_CALLS calls on each of a (stream sa) and b (stream sb), alternating, no synchronization between;
+ * inputs uploaded before, outputs checked after. */
+static void two_communicators(const comm_t *a, const comm_t *b, cudaStream_t sa, cudaStream_t sb) {
+    const comm_t *comms[2] = {a, b};
+    for (int which = 0; which < 2; which++)
+        for (int j = 0; j < PAIR_CALLS; j++) {
+            const comm_t *c = comms[which];
+            const call_t *x = pair_call(which, j);
+            const dtype_case_t *d = find_dtype(x->dtype);
+            char *send = pair_send(c, j);
+            check_route(c, send, send + MIB, x->count, d, x->op, "a call of the two communicators", 0);
+            fill_input(d, x->op, pair_salt(which, j), g_rank, x->count, g_in);
+            CU(cudaMemcpy(send, g_in, x->count * elem_size(d), cudaMemcpyHostToDevice));
+            CU(cudaMemset(send + MIB, POISON, MIB));
+        }
+    CU(cudaDeviceSynchronize());
+    for (int j = 0; j < PAIR_CALLS; j++)
+        for (int which = 0; which < 2; which++) {
+            const call_t *x = pair_call(which, j);
+            char *send = pair_send(comms[which], j);
+            HN(hidet_nccl_all_reduce(comms[which]->id, send, send + MIB, x->count, x->dtype, x->op,
+                                     which ? sb : sa));
+        }
+    CU(cudaStreamSynchronize(sa));
+    CU(cudaStreamSynchronize(sb));
+    int wrong_before = g_wrong;
+    for (int which = 0; which < 2; which++)
+        for (int j = 0; j < PAIR_CALLS; j++) {
+            const comm_t *c = comms[which];
+            const call_t *x = pair_call(which, j);
+            const dtype_case_t *d = find_dtype(x->dtype);
+            CU(cudaMemcpy(g_out, pair_send(c, j) + MIB, x->count * elem_size(d) + GUARD, cudaMemcpyDeviceToHost));
+            char what[128];
+            snprintf(what, sizeof what, "communicator %s, call %d: %s %s of %zu", c->name, j, d->name,
+                     k_op_names[x->op], x->count);
+            check_output(d, x->op, pair_salt(which, j), c->members, c->n, g_out, 0, x->count, what);
+        }
+    printf("own_gpu_test: communicators A (%d ranks) and B (%d ranks) on two streams, %d calls each, alternating: "
+           "%d wrong\n",
+           a->n, b->n, PAIR_CALLS, g_wrong - wrong_before);
+}
+
+/* ---------------------------------------------------------------- main */
+
+/* The split of the world: ranks of one color (all of them, or by parity from 4 ranks on) in reverse order. */
+static int split_color(int rank) { return g_n >= 4 ? rank % 2 : 0; }
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress reaches the launcher's log line by line */
+    int id;
+    hidet_nccl_status_t st = hidet_nccl_init(&id);
+    if (st != HIDET_NCCL_SUCCESS) {
+        fprintf(stderr, "own_gpu_test: FAILED: hidet_nccl_init: %s: %s\n(it needs a GPU per rank, or all ranks on one "
+                "GPU as fake nodes: run it under hidet-nccl-run -n 2, or tests/gpu/own_fake_nodes.sh)\n",
+                hidet_nccl_status_string(st), hidet_nccl_last_error());
+        return 1;
+    }
+    HN(hidet_nccl_comm_rank(id, &g_rank));
+    HN(hidet_nccl_comm_size(id, &g_n));
+    if (g_n < 2 || g_n > MAX_RANKS) {
+        fprintf(stderr, "own_gpu_test: FAILED: %d ranks; the own kernels run on 2 to %d (hidet-nccl-run -n 2)\n", g_n,
+                MAX_RANKS);
+        return 1;
+    }
+    int device;
+    CU(cudaGetDevice(&device));
+    HN(hidet_nccl_nccl_version(&g_nccl_version));
+    printf("own_gpu_test: rank %d of %d on device %d\n", g_rank, g_n, device);
+    cudaStream_t s1, s2;
+    CU(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    CU(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    CU(cudaMallocHost((void **)&g_in, HOST_BYTES));
+    CU(cudaMallocHost((void **)&g_out, HOST_BYTES));
+    CU(cudaMallocHost((void **)&g_chk, HOST_BYTES));
+    g_want = malloc(PERIOD * 8);
+    if (g_want == NULL) return 1;
+
+    int world[MAX_RANKS], members_b[MAX_RANKS] = {0}, nb = 0, id_b;
+    for (int r = 0; r < MAX_RANKS; r++) world[r] = r;
+    for (int r = g_n - 1; r >= 0; r--)
+        if (split_color(r) == split_color(g_rank)) members_b[nb++] = r;
+    comm_t a, b;
+    comm_setup(&a, "A", id, world);
+    show_routes(&a);
+    exact_sweep(&a, s1);
+    back_to_back(&a, pick_size(&a, "own one-shot", 64 * KIB), "own one-shot", s1);
+    back_to_back(&a, pick_size(&a, "own two-shot", 2 * MIB), "own two-shot", s1);
+    graph_replays(&a, s1);
+    HN(hidet_nccl_comm_split(id, split_color(g_rank), g_n - 1 - g_rank, &id_b));
+    comm_setup(&b, "B", id_b, members_b);
+    check(b.n == nb, "communicator B has %d ranks, want %d", b.n, nb);
+    two_communicators(&a, &b, s1, s2);
+
+    CU(cudaDeviceSynchronize());
+    comm_release(&b);
+    comm_release(&a);
+    HN(hidet_nccl_finalize());
+    CU(cudaStreamDestroy(s1));
+    CU(cudaStreamDestroy(s2));
+    CU(cudaFreeHost(g_in));
+    CU(cudaFreeHost(g_out));
+    CU(cudaFreeHost(g_chk));
+    free(g_want);
+    if (g_not_compared) printf("own_gpu_test: %d calls routed to NCCL not compared (above)\n", g_not_compared);
+    printf("own_gpu_test: %d checks, %d wrong\n", g_checks, g_wrong);
+    return g_wrong != 0;
+}
