@@ -1,6 +1,7 @@
 /* hidet_nccl_all_reduce: argument checks, the dtype table (or a scaled sum), the route on
  * library memory, then one ncclAllReduce or the own kernels; hidet_nccl_all_reduce_route says
  * which, in words. */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/base/log_int.h"
@@ -11,11 +12,15 @@
 #include "core/coll/own_all_reduce_int.h"
 #include "core/nccl/dtype_int.h"
 
+/* A stream no call passes: prepare for hidet_nccl_all_reduce_route, which records nothing. */
+#define HN_ROUTE_ONLY ((cudaStream_t)(uintptr_t)-1)
+
 /* Everything all_reduce does before its call: checks, plan, route (c->comm, c->view). */
 static hidet_nccl_status_t prepare(int comm_id, const char *name, const void *sendbuff, const void *recvbuff,
                                    size_t count, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, cudaStream_t stream,
                                    hn_coll_t *c, hidet_nccl_reduction_t *red, size_t *nccl_count, size_t *bytes) {
     HN_CHECK(hidet_nccl__coll_begin(comm_id, name, stream, c));
+    c->dry = stream == HN_ROUTE_ONLY;
     HN_CHECK(hidet_nccl__reduce_plan(c, dtype, op, count, 1, red, nccl_count, bytes));
     if (count == 0) return HIDET_NCCL_SUCCESS;
     HN_CHECK(hidet_nccl__coll_buffer(c, sendbuff, "sendbuff", count));
@@ -58,7 +63,7 @@ hidet_nccl_status_t hidet_nccl_all_reduce_route(int comm_id, const void *sendbuf
     hn_coll_t c;
     hidet_nccl_reduction_t red;
     size_t nccl_count, bytes;
-    HN_CHECK(prepare(comm_id, "all_reduce_route", sendbuff, recvbuff, count, dtype, op, NULL, &c, &red, &nccl_count,
+    HN_CHECK(prepare(comm_id, "all_reduce_route", sendbuff, recvbuff, count, dtype, op, HN_ROUTE_ONLY, &c, &red, &nccl_count,
                      &bytes));
     char why[320] = "";
     if (count == 0) {

@@ -27,6 +27,7 @@ typedef struct {
      * (NULL: they cannot run here, own_why says why) and whether both buffers lie in library
      * memory (core/coll/own_all_reduce.c decides). */
     int view, own_library;
+    int dry; /* only asking how it would run (hidet_nccl_all_reduce_route): nothing recorded */
     struct hn_own *own;
     const char *own_why;
 } hn_coll_t;

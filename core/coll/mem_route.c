@@ -22,8 +22,10 @@ static hidet_nccl_status_t check_buffer(const hn_coll_t *c, const char *p, size_
                            "id %d and ends %zu bytes past it; a collective's buffer lies inside one registration",
                            c->name, name, (const void *)p, bytes, r->handle, (void *)r->base, r->bytes, c->id,
                            bytes - (r->bytes - (size_t)(p - r->base)));
-        r->last_stream = c->stream;
-        r->used = 1;
+        if (!c->dry) {
+            r->last_stream = c->stream;
+            r->used = 1;
+        }
     }
     hn_alloc_t *a = hidet_nccl__mem_alloc_containing(p);
     if (a == NULL) *library = 0;
@@ -34,8 +36,10 @@ static hidet_nccl_status_t check_buffer(const hn_coll_t *c, const char *p, size_
                            "past it",
                            c->name, name, (const void *)p, bytes, (void *)a->base, a->bytes,
                            bytes - (a->bytes - (size_t)(p - a->base)));
-        a->last_stream = c->stream;
-        a->used = 1;
+        if (!c->dry) {
+            a->last_stream = c->stream;
+            a->used = 1;
+        }
     }
     return HIDET_NCCL_SUCCESS;
 }

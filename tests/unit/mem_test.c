@@ -166,6 +166,49 @@ static hidet_nccl_bootstrap_h one_rank(const char *dir, const char *key) {
 }
 
 /* NCCL's knobs: ranges and versions are checked before anything reaches NCCL or the GPU. */
+/* HIDET_NCCL_REGISTER_OWN's refusals that need no GPU (the kernels run in tests/gpu/
+ * own_gpu_test.c), and the route all_reduce would take, in words. */
+static void test_register_own(void) {
+    if (!g_new) return; /* library memory needs NCCL 2.19: test_alloc_and_free */
+    fake_comm_t one = {1, 0}, nine = {9, 3}, two = {2, 1};
+    int id1 = adopt(&one), id9 = adopt(&nine), id2 = adopt(&two), h = -1;
+    void *p = NULL;
+    HN_ASSERT_STATUS(hidet_nccl_mem_alloc(id2, 1 << 16, &p), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int local[8];
+    g_clear();
+    char want[160];
+    snprintf(want, sizeof want, "communicator id %d: the communicator has 1 ranks; the own kernels run on 2 to 8", id1);
+    HN_ASSERT_STATUS(hidet_nccl_register(id1, p, 4096, HIDET_NCCL_REGISTER_OWN, &h), HIDET_NCCL_ERROR_UNSUPPORTED, want);
+    HN_ASSERT_STATUS(hidet_nccl_register(id9, p, 4096, HIDET_NCCL_REGISTER_OWN, &h), HIDET_NCCL_ERROR_UNSUPPORTED,
+                     "has 9 ranks");
+    CU_ASSERT_EQUAL(logged("ncclAllGather", NULL), 0); /* the same on every rank: nothing exchanged */
+    HN_ASSERT_STATUS(hidet_nccl_register(id2, local, sizeof local, HIDET_NCCL_REGISTER_OWN, &h),
+                     HIDET_NCCL_ERROR_INVALID_ARGUMENT, "the own kernels (flags HIDET_NCCL_REGISTER_OWN) run on library "
+                     "memory only");
+    HN_ASSERT_STATUS(hidet_nccl_register(id2, p, 64, 4, &h), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "_OWN (3)");
+    CU_ASSERT_EQUAL(h, -1);
+    char route[256];
+    HN_ASSERT_STATUS(hidet_nccl_all_reduce_route(id2, p, p, 16, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, route, sizeof route),
+                     HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_STRING_EQUAL(route, "nccl plain"); /* nothing registered: NCCL's plain path */
+    HN_ASSERT_STATUS(hidet_nccl_all_reduce_route(id2, p, p, 0, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, route, sizeof route),
+                     HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_STRING_EQUAL(route, "nothing (count 0)");
+    HN_ASSERT_STATUS(hidet_nccl_all_reduce_route(id2, p, p, 16, HIDET_NCCL_INT16, HIDET_NCCL_SUM, route, sizeof route),
+                     HIDET_NCCL_ERROR_UNSUPPORTED, NULL); /* all_reduce's own refusal */
+    HN_ASSERT_STATUS(hidet_nccl_all_reduce_route(id2, p, NULL, 16, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, route,
+                                                 sizeof route),
+                     HIDET_NCCL_ERROR_INVALID_ARGUMENT, "recvbuff");
+    HN_ASSERT_STATUS(hidet_nccl_all_reduce_route(id2, p, p, 16, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, route, 0),
+                     HIDET_NCCL_ERROR_INVALID_ARGUMENT, "route_len is 0");
+    HN_ASSERT_STATUS(hidet_nccl_all_reduce_route(77, p, p, 16, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, route, sizeof route),
+                     HIDET_NCCL_ERROR_INVALID_COMM, "communicator id 77");
+    CU_ASSERT_EQUAL(logged("ncclAllReduce", NULL), 0); /* the route runs nothing, records no stream: */
+    HN_ASSERT_STATUS(hidet_nccl_mem_free(p), HIDET_NCCL_SUCCESS, NULL);       /* the memory is free to go */
+    HN_ASSERT_STATUS(hidet_nccl_finalize(), HIDET_NCCL_SUCCESS, NULL);
+}
+
 static void test_init_knobs(void) {
     char dir[] = "/tmp/hidet-nccl-mem-test-XXXXXX";
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
@@ -228,6 +271,7 @@ int main(int argc, char **argv) {
         {"library memory: alloc, free, bad pointers", test_alloc_and_free},
         {"buffer registration and what collectives check", test_register_buffer},
         {"NCCL's knobs in the init options", test_init_knobs},
+        {"HIDET_NCCL_REGISTER_OWN's refusals and the route in words", test_register_own},
         {NULL, NULL},
     };
     return hn_run_tests("mem", tests);

@@ -123,6 +123,36 @@ static void test_whole_fields_accepted(void) {
     CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_GATHER, HIDET_NCCL_INT8, SIZE_MAX), HN_VIEW_PLAIN);
 }
 
+/* The own kernels' views: all_reduce only; AUTO makes their workspace only for a table that
+ * takes one. */
+static void test_own_views(void) {
+    hn_tune_t t;
+    char why[256] = "";
+    CU_ASSERT_EQUAL_FATAL(parse("all_reduce * 65536 own1\nall_reduce * 4194304 own2\nall_reduce * max plain\n"
+                                "all_reduce float64 max window\n",
+                                &t, why),
+                          0);
+    CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_REDUCE, HIDET_NCCL_FLOAT32, 8), HN_VIEW_OWN1);
+    CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_REDUCE, HIDET_NCCL_BFLOAT16, 65536), HN_VIEW_OWN1);
+    CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_REDUCE, HIDET_NCCL_BFLOAT16, 65537), HN_VIEW_OWN2);
+    CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_REDUCE, HIDET_NCCL_BFLOAT16, 4194305), HN_VIEW_PLAIN);
+    CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_REDUCE, HIDET_NCCL_FLOAT64, 8), HN_VIEW_WINDOW);
+    CU_ASSERT_EQUAL(hidet_nccl__tune_pick(&t, HN_TUNED_ALL_GATHER, HIDET_NCCL_FLOAT32, 8), HN_VIEW_PLAIN);
+    CU_ASSERT_TRUE(hidet_nccl__tune_uses(&t, HN_VIEW_OWN1));
+    CU_ASSERT_TRUE(hidet_nccl__tune_uses(&t, HN_VIEW_OWN2));
+    CU_ASSERT_FALSE(hidet_nccl__tune_uses(&t, HN_VIEW_BUFFER));
+    CU_ASSERT_STRING_EQUAL(hidet_nccl__view_name(HN_VIEW_OWN2), "own2");
+    CU_ASSERT_TRUE(hidet_nccl__view_is_own(HN_VIEW_OWN1) && !hidet_nccl__view_is_own(HN_VIEW_WINDOW));
+    CU_ASSERT_EQUAL(parse("all_reduce * 8 plain\nall_gather * 1024 own1\n", &t, why), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "line 2: view 'own1' (the library's own kernels) is for all_reduce only, not "
+                                       "all_gather"));
+    CU_ASSERT_EQUAL(parse("reduce_scatter float32 max own2\n", &t, why), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "line 1: view 'own2'"));
+    CU_ASSERT_EQUAL(parse("all_reduce * max own3\n", &t, why), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "view 'own3' is not"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "own1"));
+}
+
 static void write_file(const char *path, const char *text, size_t len, mode_t mode) {
     FILE *f = fopen(path, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -220,6 +250,7 @@ int main(void) {
         {"the built-in table and what lookups pick", test_builtin_and_picks},
         {"malformed tables refused with the line", test_refusals},
         {"whole fields and sizes up to SIZE_MAX - 1 accepted", test_whole_fields_accepted},
+        {"the own kernels' views: all_reduce only", test_own_views},
         {"HIDET_NCCL_TUNE_FILE naming a FIFO refused at once", test_fifo_through_the_setting},
         {"the tuning file: a regular file of this user, no one else can write", test_file_checks},
         {NULL, NULL},
