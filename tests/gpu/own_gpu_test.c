@@ -1,18 +1,21 @@
 /* The library's own all_reduce kernels on GPUs, one process per rank: hidet-nccl-run -n N own_gpu_test
  * (N from 2 to 8), or tests/gpu/own_fake_nodes.sh (2 ranks sharing one GPU as two fake nodes).
- * On library memory registered HIDET_NCCL_REGISTER_OWN:
+ * On library memory of communicator A registered HIDET_NCCL_REGISTER_OWN (the library picks one-shot or
+ * two-shot: on 2 ranks always one-shot) and of T, a split of A registered AUTO under a tuning table the
+ * test writes (HIDET_NCCL_TUNE_FILE) that names the view own2 up to 4 MiB (two-shot on any number of ranks):
  *  - routes (hidet_nccl_all_reduce_route): every call the own kernels take, up to 4 MiB (their
- *    staging), must be routed "own one-shot" or "own two-shot", and the sweep must see both; float64
- *    and memory outside the registration must not be; above 4 MiB NCCL takes the call, still checked;
+ *    staging), must be routed "own one-shot" or "own two-shot" on A, "own two-shot" on T, and both must
+ *    be seen; float64 and memory outside the registration must not be; above 4 MiB NCCL takes the call,
+ *    still checked;
  *  - exact results against a host reference for every dtype x op the own kernels take, 8 B to 8 MiB,
  *    odd counts (bytes not a multiple of 16), in place and out of place, at element offset 0 and 1;
  *    the bytes around the output and the input of an out-of-place call untouched;
  *  - 1000 back-to-back calls on one stream, each with its own input, each output copied away on the
- *    stream and checked at the end: at a one-shot size and at a two-shot size;
+ *    stream and checked at the end: one-shot (A, 64 KiB) and two-shot (T, 2 MiB);
  *  - a CUDA graph of own all_reduces and their input and output copies, replayed 100 times with new
- *    inputs;
- *  - two communicators (the launcher's and a split of it, each OWN on its own library memory) called
- *    alternately on two streams with no synchronization between.
+ *    inputs (on A and on T);
+ *  - two communicators (A and B, a split of it in reverse rank order, each OWN on its own library
+ *    memory) called alternately on two streams with no synchronization between.
  * Inputs are pseudo-random per rank, call and element, chosen so that every result is exact whatever
  * the order of the ranks (small multiples of 1/4 for floats, {+-1/2, +-1, +-2} for products, any bits
  * for 32-bit integers, any finite float8 for max/min), and compared bit for bit. They repeat every
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hidet_nccl/bootstrap.h"
 #include "hidet_nccl/hidet_nccl.h"
@@ -325,14 +329,17 @@ static void check_output(const dtype_case_t *d, hidet_nccl_op_t op, uint32_t sal
 
 typedef struct {
     const char *name;
+    const char *want;       /* what its routes up to OWN_MAX_BYTES start with */
     int id, rank, n;
     int members[MAX_RANKS]; /* the world ranks of its ranks, in its order */
-    char *mem;              /* MEM_BYTES of library memory, registered OWN */
+    char *mem;              /* MEM_BYTES of library memory, registered as a whole */
     int handle;
 } comm_t;
 
-static void comm_setup(comm_t *c, const char *name, int id, const int *members) {
+/* Communicator id as c: its library memory registered with flags (collective), its calls routed `want`. */
+static void comm_setup(comm_t *c, const char *name, int id, const int *members, int flags, const char *want) {
     c->name = name;
+    c->want = want;
     c->id = id;
     HN(hidet_nccl_comm_rank(id, &c->rank));
     HN(hidet_nccl_comm_size(id, &c->n));
@@ -342,7 +349,7 @@ static void comm_setup(comm_t *c, const char *name, int id, const int *members) 
     void *mem;
     HN(hidet_nccl_mem_alloc(id, MEM_BYTES, &mem));
     c->mem = mem;
-    HN(hidet_nccl_register(id, mem, MEM_BYTES, HIDET_NCCL_REGISTER_OWN, &c->handle)); /* collective */
+    HN(hidet_nccl_register(id, mem, MEM_BYTES, flags, &c->handle));
 }
 
 static void comm_release(comm_t *c) {
@@ -358,14 +365,15 @@ static void route_of(const comm_t *c, const void *send, const void *recv, size_t
 
 static int is_own(const char *route) { return strncmp(route, "own ", 4) == 0; }
 
-/* The route of a call of the own kernels' dtype x op, checked: own up to OWN_MAX_BYTES. Counted into
- * the sweep's totals when count_it. Whether it is own. */
+/* The route of a call of the own kernels' dtype x op, checked: c->want up to OWN_MAX_BYTES. Counted
+ * into the sweeps' totals when count_it. Whether it is own. */
 static int check_route(const comm_t *c, const void *send, const void *recv, size_t count, const dtype_case_t *d,
                         hidet_nccl_op_t op, const char *what, int count_it) {
     char route[ROUTE_LEN];
     route_of(c, send, recv, count, d->dtype, op, route);
     if (count * elem_size(d) <= OWN_MAX_BYTES)
-        check(is_own(route), "%s: routed \"%s\", not to the own kernels", what, route);
+        check(strncmp(route, c->want, strlen(c->want)) == 0, "%s: routed \"%s\", want \"%s...\"", what, route,
+              c->want);
     if (count_it) {
         if (strncmp(route, "own one-shot", 12) == 0)
             g_one_shot++;
@@ -384,16 +392,17 @@ static void show_routes(const comm_t *c) {
     char *send = c->mem + SWEEP_SEND, *recv = c->mem + SWEEP_RECV;
     for (size_t i = 0; i < sizeof k_bytes / sizeof k_bytes[0]; i++) {
         route_of(c, send, recv, k_bytes[i] / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, route);
-        if (g_rank == 0) printf("own_gpu_test: route of float32 sum, %zu B: %s\n", k_bytes[i], route);
+        if (g_rank == 0) printf("own_gpu_test: %s: route of float32 sum, %zu B: %s\n", c->name, k_bytes[i], route);
     }
     route_of(c, send, recv, 64 * KIB / 8, HIDET_NCCL_FLOAT64, HIDET_NCCL_SUM, route);
-    if (g_rank == 0) printf("own_gpu_test: route of float64 sum, 64 KiB: %s\n", route);
-    check(!is_own(route), "float64 sum routed \"%s\": the own kernels do not take float64", route);
+    if (g_rank == 0) printf("own_gpu_test: %s: route of float64 sum, 64 KiB: %s\n", c->name, route);
+    check(!is_own(route), "%s: float64 sum routed \"%s\": the own kernels do not take float64", c->name, route);
     void *plain;
     CU(cudaMalloc(&plain, 128 * KIB));
     route_of(c, plain, (char *)plain + 64 * KIB, 64 * KIB / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, route);
-    if (g_rank == 0) printf("own_gpu_test: route of float32 sum, 64 KiB of cudaMalloc memory: %s\n", route);
-    check(!is_own(route), "float32 sum on memory outside the registration routed \"%s\"", route);
+    if (g_rank == 0)
+        printf("own_gpu_test: %s: route of float32 sum, 64 KiB of cudaMalloc memory: %s\n", c->name, route);
+    check(!is_own(route), "%s: float32 sum on memory outside the registration routed \"%s\"", c->name, route);
     CU(cudaFree(plain));
 }
 
@@ -438,8 +447,8 @@ static void sweep_call(const comm_t *c, const dtype_case_t *d, hidet_nccl_op_t o
     char *send = c->mem + SWEEP_SEND + off, *out_at = c->mem + (in_place ? SWEEP_SEND : SWEEP_RECV);
     char *recv = out_at + off;
     char what[160];
-    snprintf(what, sizeof what, "%s %s of %zu (%zu B), %s, offset %d", d->name, k_op_names[op], count, bytes,
-             in_place ? "in place" : "out of place", offset);
+    snprintf(what, sizeof what, "%s: %s %s of %zu (%zu B), %s, offset %d", c->name, d->name, k_op_names[op], count,
+             bytes, in_place ? "in place" : "out of place", offset);
     if (bytes > OWN_MAX_BYTES && d->kind == K_FP8 && g_nccl_version < 22400) {
         static int said;
         if (!said++) printf("own_gpu_test: float8 above 4 MiB not run: NCCL %d has no float8 (2.24)\n", g_nccl_version);
@@ -458,28 +467,28 @@ static void sweep_call(const comm_t *c, const dtype_case_t *d, hidet_nccl_op_t o
     if (!in_place) check(memcmp(g_chk, g_in, bytes) == 0, "%s: the input was changed", what);
 }
 
-static void exact_sweep(const comm_t *c, cudaStream_t s) {
-    uint32_t salt = 1;
-    size_t counts[64];
+/* Every dtype x op of the table at every count of sweep_counts, 4 ways (out of place or in place, element
+ * offset 0 or 1); salts from *salt on. */
+static void exact_sweep(const comm_t *c, uint32_t *salt, cudaStream_t s) {
+    size_t counts[64], calls = 0;
     double t0 = hn_now();
+    int one = g_one_shot, two = g_two_shot, other = g_other;
     for (size_t i = 0; i < NUM_DTYPES; i++) {
         const dtype_case_t *d = &k_dtypes[i];
         size_t nc = sweep_counts(d, counts);
+        int wrong_before = g_wrong;
         for (int op = 0; op < HIDET_NCCL_NUM_OPS; op++) {
             if (!(d->ops & OP_BIT(op))) continue;
-            int wrong_before = g_wrong;
-            for (size_t k = 0; k < nc; k++)
+            for (size_t k = 0; k < nc; k++, calls += 4)
                 for (int variant = 0; variant < 4; variant++)
-                    sweep_call(c, d, (hidet_nccl_op_t)op, counts[k], variant & 1, variant >> 1, salt++, s);
-            if (g_rank == 0)
-                printf("own_gpu_test: %s %s: %zu counts x 4 ways, %d wrong here\n", d->name, k_op_names[op], nc,
-                       g_wrong - wrong_before);
+                    sweep_call(c, d, (hidet_nccl_op_t)op, counts[k], variant & 1, variant >> 1, (*salt)++, s);
         }
+        if (g_rank == 0)
+            printf("own_gpu_test: %s: %s, %zu counts x 4 ways per op, %d wrong here\n", c->name, d->name, nc,
+                   g_wrong - wrong_before);
     }
-    printf("own_gpu_test: exact sweep: %u calls in %.1f s, routed own one-shot %d, own two-shot %d, other %d\n",
-           salt - 1, hn_now() - t0, g_one_shot, g_two_shot, g_other);
-    check(g_one_shot > 0, "no call of the sweep was routed to own one-shot: that kernel is untested");
-    check(g_two_shot > 0, "no call of the sweep was routed to own two-shot: that kernel is untested");
+    printf("own_gpu_test: %s: exact sweep: %zu calls in %.1f s, routed own one-shot %d, own two-shot %d, other %d\n",
+           c->name, calls, hn_now() - t0, g_one_shot - one, g_two_shot - two, g_other - other);
 }
 
 /* ---------------------------------------------------------------- back-to-back calls */
@@ -499,11 +508,12 @@ static size_t pick_size(const comm_t *c, const char *kind, size_t preferred) {
     if (route_is(c, preferred, kind)) return preferred;
     for (size_t b = OWN_MAX_BYTES; b >= KIB; b /= 2)
         if (route_is(c, b, kind)) return b;
-    check(0, "no uint32 sum from 1 KiB to 4 MiB is routed %s: its back-to-back calls are untested", kind);
+    check(0, "%s: no uint32 sum from 1 KiB to 4 MiB is routed %s: its back-to-back calls are untested", c->name,
+          kind);
     return 0;
 }
 
-/* The byte every element of rank's input holds at call k: the sums of consecutive calls differ. */
+/* The byte every element of rank's input holds at call k: the sums of nearby calls differ. */
 static unsigned char b2b_byte(int k, int rank) { return (unsigned char)(k + 29 * rank); }
 
 /* B2B_CALLS uint32 sums of `bytes` on one stream, no host wait between: call k's input set by a memset
@@ -539,12 +549,12 @@ static void back_to_back(const comm_t *c, size_t bytes, const char *kind, cudaSt
             if (got != want) bad = i;
         }
         wrong_calls += bad != (size_t)-1;
-        check(bad == (size_t)-1, "back-to-back %s call %d of %zu B: word %zu kept is 0x%08x, want 0x%08x", kind, k,
-              bytes, bad, got, want);
+        check(bad == (size_t)-1, "%s: back-to-back %s call %d of %zu B: word %zu kept is 0x%08x, want 0x%08x",
+              c->name, kind, k, bytes, bad, got, want);
     }
-    printf("own_gpu_test: %d back-to-back %s uint32 sums of %zu B (each with a memset and a copy): %.1f us each, "
-           "%d wrong\n",
-           B2B_CALLS, kind, bytes, 1e6 * dt / B2B_CALLS, wrong_calls);
+    printf("own_gpu_test: %s: %d back-to-back %s uint32 sums of %zu B (each with a memset and a copy): %.1f us "
+           "each, %d wrong\n",
+           c->name, B2B_CALLS, kind, bytes, 1e6 * dt / B2B_CALLS, wrong_calls);
     CU(cudaFree(record));
     free(host);
 }
@@ -607,13 +617,13 @@ static void graph_replays(const comm_t *c, cudaStream_t s) {
         for (size_t k = 0; k < NUM_GRAPH_CALLS; k++) {
             const call_t *a = &k_graph_calls[k];
             char what[128];
-            snprintf(what, sizeof what, "graph replay %d: %s %s of %zu", r, find_dtype(a->dtype)->name,
+            snprintf(what, sizeof what, "%s: graph replay %d: %s %s of %zu", c->name, r, find_dtype(a->dtype)->name,
                      k_op_names[a->op], a->count);
             check_output(find_dtype(a->dtype), a->op, 500000u + (uint32_t)(r * 16) + (uint32_t)k, c->members, c->n,
                          h_out[k], 0, a->count, what);
         }
     }
-    printf("own_gpu_test: a graph of %zu own all_reduces replayed %d times with new inputs: %d wrong\n",
+    printf("own_gpu_test: %s: a graph of %zu own all_reduces replayed %d times with new inputs: %d wrong\n", c->name,
            NUM_GRAPH_CALLS, GRAPH_REPLAYS, g_wrong - wrong_before);
     CU(cudaGraphExecDestroy(exec));
     CU(cudaGraphDestroy(graph));
@@ -684,11 +694,31 @@ static void two_communicators(const comm_t *a, const comm_t *b, cudaStream_t sa,
 
 /* ---------------------------------------------------------------- main */
 
-/* The split of the world: ranks of one color (all of them, or by parity from 4 ranks on) in reverse order. */
+/* B, the split of the world: ranks of one color (all of them, or by parity from 4 ranks on) in reverse order. */
 static int split_color(int rank) { return g_n >= 4 ? rank % 2 : 0; }
+
+/* T's tuning table: the own two-shot kernel for every all_reduce on library memory up to their staging. */
+static const char k_table[] = "# own_gpu_test: the own two-shot kernel for every all_reduce up to 4 MiB\n"
+                              "all_reduce * 4194304 own2\n"
+                              "all_reduce * max plain\n";
+
+/* Writes k_table into a fresh file (0600) at path and names it HIDET_NCCL_TUNE_FILE, before the library
+ * reads its settings (the table is read once, at the first registration). */
+static void use_table(char *path, size_t len) {
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, len, "%s/own_gpu_test.table.XXXXXX", dir != NULL && dir[0] != '\0' ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0 || write(fd, k_table, sizeof k_table - 1) != (ssize_t)(sizeof k_table - 1) || close(fd) != 0 ||
+        setenv("HIDET_NCCL_TUNE_FILE", path, 1) != 0) {
+        perror("own_gpu_test: FAILED: the tuning table file");
+        exit(1);
+    }
+}
 
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress reaches the launcher's log line by line */
+    char table[512];
+    use_table(table, sizeof table);
     int id;
     hidet_nccl_status_t st = hidet_nccl_init(&id);
     if (st != HIDET_NCCL_SUCCESS) {
@@ -717,24 +747,34 @@ int main(void) {
     g_want = malloc(PERIOD * 8);
     if (g_want == NULL) return 1;
 
-    int world[MAX_RANKS], members_b[MAX_RANKS] = {0}, nb = 0, id_b;
+    int world[MAX_RANKS], members_b[MAX_RANKS] = {0}, nb = 0, id_t, id_b;
     for (int r = 0; r < MAX_RANKS; r++) world[r] = r;
     for (int r = g_n - 1; r >= 0; r--)
         if (split_color(r) == split_color(g_rank)) members_b[nb++] = r;
-    comm_t a, b;
-    comm_setup(&a, "A", id, world);
+    comm_t a, t, b;
+    comm_setup(&a, "A", id, world, HIDET_NCCL_REGISTER_OWN, "own ");
+    HN(hidet_nccl_comm_split(id, 0, g_rank, &id_t));
+    comm_setup(&t, "T", id_t, world, HIDET_NCCL_REGISTER_AUTO, "own two-shot");
+    unlink(table); /* read by now */
     show_routes(&a);
-    exact_sweep(&a, s1);
+    show_routes(&t);
+    uint32_t salt = 1;
+    exact_sweep(&a, &salt, s1);
+    exact_sweep(&t, &salt, s1);
+    check(g_one_shot > 0, "no call of the sweeps was routed to own one-shot: that kernel is untested");
+    check(g_two_shot > 0, "no call of the sweeps was routed to own two-shot: that kernel is untested");
     back_to_back(&a, pick_size(&a, "own one-shot", 64 * KIB), "own one-shot", s1);
-    back_to_back(&a, pick_size(&a, "own two-shot", 2 * MIB), "own two-shot", s1);
+    back_to_back(&t, pick_size(&t, "own two-shot", 2 * MIB), "own two-shot", s1);
     graph_replays(&a, s1);
+    graph_replays(&t, s1);
     HN(hidet_nccl_comm_split(id, split_color(g_rank), g_n - 1 - g_rank, &id_b));
-    comm_setup(&b, "B", id_b, members_b);
+    comm_setup(&b, "B", id_b, members_b, HIDET_NCCL_REGISTER_OWN, "own ");
     check(b.n == nb, "communicator B has %d ranks, want %d", b.n, nb);
     two_communicators(&a, &b, s1, s2);
 
     CU(cudaDeviceSynchronize());
     comm_release(&b);
+    comm_release(&t);
     comm_release(&a);
     HN(hidet_nccl_finalize());
     CU(cudaStreamDestroy(s1));
