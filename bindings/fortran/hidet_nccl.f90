@@ -37,7 +37,7 @@ module hidet_nccl
   integer(c_int), parameter :: HIDET_NCCL_SHRINK_DEFAULT = 0, HIDET_NCCL_SHRINK_ABORT = 1
   ! library memory registrations
   integer(c_int), parameter :: HIDET_NCCL_REGISTER_AUTO = 0, HIDET_NCCL_REGISTER_BUFFER = 1, &
-    HIDET_NCCL_REGISTER_WINDOW = 2
+    HIDET_NCCL_REGISTER_WINDOW = 2, HIDET_NCCL_REGISTER_OWN = 3
   ! an NCCL knob of hidet_nccl_init_options_t left to NCCL
   integer(c_int), parameter :: HIDET_NCCL_UNSET = -huge(0_c_int) - 1
   real(c_double), parameter :: HIDET_NCCL_DEFAULT_TIMEOUT = 0.0_c_double
@@ -263,6 +263,20 @@ module hidet_nccl
     integer(c_int) function hidet_nccl_deregister(comm_id, handle) bind(c, name="hidet_nccl_deregister")
       import
       integer(c_int), value, intent(in) :: comm_id, handle
+    end function
+    ! how hidet_nccl_all_reduce would run this call ("own one-shot", "nccl plain", ..., then ": "
+    ! and why) into route, a character(len=route_len) buffer, ending at c_null_char
+    integer(c_int) function hidet_nccl_all_reduce_route(comm_id, sendbuff, recvbuff, count, dtype, op, route, &
+        route_len) bind(c, name="hidet_nccl_all_reduce_route")
+      import
+      integer(c_int), value, intent(in) :: comm_id
+      type(c_ptr), value, intent(in) :: sendbuff
+      type(c_ptr), value, intent(in) :: recvbuff
+      integer(c_size_t), value, intent(in) :: count
+      integer(c_int), value, intent(in) :: dtype
+      integer(c_int), value, intent(in) :: op
+      character(kind=c_char), dimension(*), intent(out) :: route
+      integer(c_size_t), value, intent(in) :: route_len
     end function
     ! the flight recorder: tag a NUL-terminated string (hidet_nccl_cstr; '' clears it)
     integer(c_int) function hidet_nccl_set_tag(tag) bind(c, name="hidet_nccl_set_tag")

@@ -119,6 +119,21 @@ class Binding(FakeNcclCase):
         with self.assertRaises(ValueError):  # not contiguous
             COMM.all_reduce(CudaArray(0x1000, (4, 4), "<f4", strides=(32, 4)))
 
+    def test_all_reduce_route(self):
+        """How all_reduce would run, asked of the adopted communicator (no library memory: NCCL as
+        it is); the arguments are checked as all_reduce checks them, and nothing reaches NCCL."""
+        x = CudaArray(0x1000, (4,), "<f4")
+        self.assertEqual(COMM.all_reduce_route(x), "nccl plain")
+        self.assertEqual(COMM.all_reduce_route(x, out=CudaArray(0x2000, (4,), "<f4"), op="max"), "nccl plain")
+        self.assertEqual(COMM.all_reduce_route(DLPackArray(0x3000, (7,), 4, 16), op=hn.OPS["avg"]), "nccl plain")
+        self.assertEqual(calls(), [])
+        with self.assertRaises(ValueError):  # out must match the input
+            COMM.all_reduce_route(x, out=CudaArray(0x2000, (5,), "<f4"))
+        with self.assertRaises(hn.HidetNcclError) as e:
+            COMM.all_reduce_route(x, op=64)
+        self.assertEqual(e.exception.status, 1)
+        self.assertEqual(hn.REGISTER_OWN, 3)
+
     def test_dlpack(self):
         COMM.broadcast(DLPackArray(0x3000, (7,), 4, 16), root=2)  # bfloat16, moved as bytes
         c = self.only("ncclBroadcast")

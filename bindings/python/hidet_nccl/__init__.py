@@ -19,12 +19,13 @@ from ._lib import HidetNcclError, call, load
 
 __version__ = "0.1.0"
 SHRINK_DEFAULT, SHRINK_ABORT = 0, 1  # Communicator.shrink flags (HIDET_NCCL_SHRINK_*)
-REGISTER_AUTO, REGISTER_BUFFER, REGISTER_WINDOW = 0, 1, 2  # Communicator.register flags (HIDET_NCCL_REGISTER_*)
+# Communicator.register flags (HIDET_NCCL_REGISTER_*)
+REGISTER_AUTO, REGISTER_BUFFER, REGISTER_WINDOW, REGISTER_OWN = 0, 1, 2, 3
 __all__ = [
     "HidetNcclError", "Communicator", "Op", "init", "init_mpi", "adopt", "group", "finalize", "nccl_version",
     "nccl_path", "set_tag", "trace_dump", "SHRINK_DEFAULT", "SHRINK_ABORT", "REGISTER_AUTO", "REGISTER_BUFFER",
-    "REGISTER_WINDOW", "mem_free", "dtype_of", "dtype_from_torch", "dtype_from_typestr", "dtype_from_dlpack", "DTYPES", "OPS",
-    "__version__",
+    "REGISTER_WINDOW", "REGISTER_OWN", "mem_free", "dtype_of", "dtype_from_torch", "dtype_from_typestr",
+    "dtype_from_dlpack", "DTYPES", "OPS", "__version__",
 ]
 
 
@@ -243,8 +244,8 @@ class Communicator:
         return ptr.value
 
     def register(self, ptr, nbytes, flags=REGISTER_AUTO):
-        """Registers [ptr, ptr + nbytes) (REGISTER_AUTO and _WINDOW: collective, library memory);
-        returns the handle for deregister."""
+        """Registers [ptr, ptr + nbytes) (REGISTER_AUTO, _WINDOW and _OWN: collective, library
+        memory); returns the handle for deregister."""
         return _out_int("hidet_nccl_register", self.id, _check.pointer("ptr", ptr), _check.size("nbytes", nbytes),
                         _check.c_int("flags", flags))
 
@@ -276,6 +277,18 @@ class Communicator:
         a = view(tensor, _stream(stream), "tensor")
         b = a if out is None else self._same(view(out, a.stream, "out"), a, "out")
         call("hidet_nccl_all_reduce", self.id, a.ptr, b.ptr, a.count, a.dtype_code, _op_code(op), a.stream)
+
+    def all_reduce_route(self, tensor, out=None, op="sum"):
+        """How all_reduce(tensor, out, op) would run on this rank, in words: "own one-shot",
+        "own two-shot", "nccl plain", "nccl buffer" or "nccl window", then ": " and why when the
+        tuning table named own kernels that cannot run it. Checks the arguments as all_reduce
+        does; queues nothing, touches no GPU."""
+        a = view(tensor, 0, "tensor")
+        b = a if out is None else self._same(view(out, 0, "out"), a, "out")
+        route = ctypes.create_string_buffer(512)
+        call("hidet_nccl_all_reduce_route", self.id, a.ptr, b.ptr, a.count, a.dtype_code, _op_code(op), route,
+             len(route))
+        return route.value.decode("utf-8", "replace")
 
     def broadcast(self, tensor, root=0, out=None, stream=None):
         """out on every rank = tensor of root (out None: in place)."""

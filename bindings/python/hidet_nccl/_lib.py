@@ -88,6 +88,7 @@ _PROTOTYPES = {
     "hidet_nccl_mem_free": (_INT, [_VOID_P]),
     "hidet_nccl_register": (_INT, [_INT, _VOID_P, _SIZE, _INT, _c_int_p]),
     "hidet_nccl_deregister": (_INT, [_INT, _INT]),
+    "hidet_nccl_all_reduce_route": (_INT, [_INT, _VOID_P, _VOID_P, _SIZE, _INT, _INT, ctypes.c_char_p, _SIZE]),
     "hidet_nccl_set_tag": (_INT, [ctypes.c_char_p]),
     "hidet_nccl_trace_dump": (_INT, [ctypes.c_char_p, ctypes.c_char_p, _SIZE]),
     "hidet_nccl_finalize": (_INT, []),
