@@ -79,6 +79,9 @@ static void print_modes_head(const modes_t *s, double t_auto) {
            "place; busbw GB/s (up to 64 B: us per call); best: the fastest raw mode (a registered one only if "
            "5%% faster than plain)\n",
            opt.iters, opt.reps);
+    if (opt.graph_launches > 0)
+        printf("# in CUDA graphs: every timing's calls captured in one graph, replayed %d times\n",
+               opt.graph_launches);
     printf("# own: the library's own kernels (one-shot or two-shot, as HIDET_NCCL_REGISTER_OWN picks; -: they do not "
            "run that size); own/best: against the best raw mode\n");
     printf("# %s\n#%11s %9s | %9s %9s %9s %9s %9s | %7s %7s %7s %7s\n", bench_colls[s->coll].name, "size", "type",
@@ -179,7 +182,14 @@ static void tune_table_add(tune_table_t *tt, coll_t coll, const char *dname, siz
     tt->last_size = size;
 }
 
+/* The last range runs to max, except an own kernel's: it ends at the last size measured (they
+ * run up to their staging), plain after it. */
 static void tune_table_end(tune_table_t *tt, coll_t coll, const char *dname) {
+    if (tt->last_view >= 3) {
+        tune_table_put(tt, "%s %s %zu %s\n", bench_colls[coll].name, dname, tt->last_size,
+                       k_table_views[tt->last_view]);
+        tt->last_view = 0;
+    }
     if (tt->last_view >= 0)
         tune_table_put(tt, "%s %s max %s\n", bench_colls[coll].name, dname, k_table_views[tt->last_view]);
 }
