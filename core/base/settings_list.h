@@ -90,6 +90,9 @@
       "table") \
     X(VIEW_SHARE, "HIDET_NCCL_VIEW_SHARE", BOOL, "0", 0, 1, \
       "1: the siblings an AUTO registration makes share the communicator's NCCL resources (splitShare: less device " \
-      "memory)")
+      "memory)") \
+    X(OWN_KERNELS, "HIDET_NCCL_OWN_KERNELS", BOOL, "1", 0, 1, \
+      "0: never the library's own all_reduce kernels (the tuning table's own sizes run plain, " \
+      "HIDET_NCCL_REGISTER_OWN is refused); one rank's 0 holds for its communicators' every rank")
 
 #endif

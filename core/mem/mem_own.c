@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "core/base/log_int.h"
+#include "core/base/settings_int.h"
 #include "core/base/status_int.h"
 #include "core/comm/blocking_call_int.h"
 #include "core/comm/registry_int.h"
@@ -244,9 +245,17 @@ hidet_nccl_status_t hidet_nccl__own_make(const hn_nccl_t *n, ncclComm_t comm, in
     record_t mine = {.ok = 1, .device = device};
     read_boot_id(mine.boot, sizeof mine.boot);
     int previous = hidet_nccl__device_use(device);
-    make_local(o, &mine);
+    int enabled = 1;
+    hidet_nccl_status_t st = hidet_nccl__setting_int(HN_SETTING_OWN_KERNELS, &enabled);
+    if (st != HIDET_NCCL_SUCCESS || !enabled) { /* still exchanged: every rank learns it */
+        mine.ok = 0;
+        snprintf(mine.why, sizeof mine.why, "%s",
+                 st != HIDET_NCCL_SUCCESS ? hidet_nccl__error_detail() : "HIDET_NCCL_OWN_KERNELS=0 there");
+    } else {
+        make_local(o, &mine);
+    }
     record_t *all = NULL;
-    hidet_nccl_status_t st = exchange(n, comm, comm_id, device, rank, nranks, &mine, &all);
+    st = exchange(n, comm, comm_id, device, rank, nranks, &mine, &all);
     if (st == HIDET_NCCL_SUCCESS && first_failed(all, nranks, why, why_len) < 0) {
         for (int p = 0; p < nranks; p++)
             if (strncmp(all[p].boot, all[0].boot, sizeof all[p].boot) != 0) {

@@ -58,11 +58,12 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def sources(root):
-    """Every .c and .h of the library: path relative to root."""
+    """Every .c and .h of the library, and its device code (.cu): path relative to root."""
     found = []
     for top in [d for d in ORDER if not d.startswith("core/")] + ["core"]:
         for folder, _, files in os.walk(os.path.join(root, top)):
-            found += [os.path.relpath(os.path.join(folder, f), root) for f in files if f.endswith((".c", ".h"))]
+            found += [os.path.relpath(os.path.join(folder, f), root) for f in files
+                      if f.endswith((".c", ".h", ".cu"))]
     return sorted(found)
 
 
@@ -100,6 +101,8 @@ def call_graph(archives, paths):
             if stem in by_stem:
                 sys.exit("two sources named %s.c: %s and %s (their objects would collide)" % (stem, by_stem[stem], p))
             by_stem[stem] = p
+        elif p.endswith(".cu"):  # device code: its fatbin, as C, is the object <stem>_fatbin (core/BUILD)
+            by_stem[os.path.basename(p)[:-3] + "_fatbin"] = p
     defined, used = {}, collections.defaultdict(set)
     for archive in archives:
         out = subprocess.run(["nm", "-A", archive], capture_output=True, text=True, check=True).stdout
