@@ -42,12 +42,15 @@ hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, voi
                                                           stream, &done);
     if (done) return one;
     if (c.view != 0 && hidet_nccl__view_is_own(c.view)) {
-        char why[320];
-        if (hidet_nccl__own_takes(&c, dtype, &red, bytes, why, sizeof why))
+        if (hidet_nccl__own_takes(&c, dtype, &red, bytes, NULL, 0))
             return hidet_nccl__own_all_reduce(&c, sendbuff, recvbuff, nccl_count, &red, count, dtype);
-        HN_INFO("communicator id %d: all_reduce of %zu bytes of %s runs on NCCL, not the own kernels the route named: "
-                "%s",
-                comm_id, bytes, hidet_nccl__dtype_str(dtype), why);
+        if (hidet_nccl__log_level() >= HN_LOG_INFO) { /* the reason only when it is told */
+            char why[320];
+            hidet_nccl__own_takes(&c, dtype, &red, bytes, why, sizeof why);
+            HN_INFO("communicator id %d: all_reduce of %zu bytes of %s runs on NCCL, not the own kernels the route "
+                    "named: %s",
+                    comm_id, bytes, hidet_nccl__dtype_str(dtype), why);
+        }
     }
     ncclResult_t r = c.n->AllReduce(sendbuff, recvbuff, nccl_count, red.nccl_dtype, red.nccl_op, c.comm, stream);
     return hidet_nccl__coll_end(&c, r, "ncclAllReduce", count, dtype, NULL, 0);
@@ -66,8 +69,11 @@ hidet_nccl_status_t hidet_nccl_all_reduce_route(int comm_id, const void *sendbuf
     HN_CHECK(prepare(comm_id, "all_reduce_route", sendbuff, recvbuff, count, dtype, op, HN_ROUTE_ONLY, &c, &red, &nccl_count,
                      &bytes));
     char why[320] = "";
+    if (count > 0 && c.nranks < 0) HN_CHECK(hidet_nccl__coll_ranks(&c)); /* a borrowed one */
     if (count == 0) {
         snprintf(route, route_len, "nothing (count 0)");
+    } else if (c.nranks == 1) {
+        snprintf(route, route_len, "local copy (one rank)");
     } else if (hidet_nccl__view_is_own(c.view) && hidet_nccl__own_takes(&c, dtype, &red, bytes, why, sizeof why)) {
         snprintf(route, route_len, "own %s", c.view == HN_VIEW_OWN2 ? "two-shot" : "one-shot");
     } else {

@@ -14,7 +14,7 @@
 #include "core/comm/wait_int.h"
 
 hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, cudaStream_t stream, hn_coll_t *c) {
-    *c = (hn_coll_t){comm_id, NULL, NULL, name, -1, -1, stream, -1, NULL, 0, 0, NULL, NULL, 0};
+    *c = (hn_coll_t){.id = comm_id, .name = name, .nranks = -1, .rank = -1, .stream = stream, .op = -1};
     hn_slot_t slot;
     HN_CHECK(hidet_nccl__registry_coll(comm_id, &slot));
     c->comm = slot.comm;

@@ -24,9 +24,8 @@ typedef struct {
     hn_trace_t *trace;  /* the communicator's flight recorder, or NULL */
     /* Set by the route on library memory (core/coll/mem_route.c): the view that runs the call
      * (an hn_view_t; 0, plain, unless routed); when it names the own kernels, their workspace
-     * (NULL: they cannot run here, own_why says why) and whether both buffers lie in library
-     * memory (core/coll/own_all_reduce.c decides). */
-    int view, own_library;
+     * (NULL: they cannot run here, own_why says why; core/coll/own_all_reduce.c decides). */
+    int view;
     int dry; /* only asking how it would run (hidet_nccl_all_reduce_route): nothing recorded */
     struct hn_own *own;
     const char *own_why;

@@ -10,9 +10,8 @@
 
 /* A buffer [p, p + bytes) against what it starts in: an allocation, and a registration of
  * the communicator (registrations of one communicator never overlap); both remember the
- * stream. *library 0 when it is not in library memory. Under the tables' lock. */
-static hidet_nccl_status_t check_buffer(const hn_coll_t *c, const char *p, size_t bytes, const char *name,
-                                        int *library) {
+ * stream. Under the tables' lock. */
+static hidet_nccl_status_t check_buffer(const hn_coll_t *c, const char *p, size_t bytes, const char *name) {
     if (p == NULL) return HIDET_NCCL_SUCCESS;
     hn_reg_t *r = hidet_nccl__mem_reg_overlapping(c->id, p, 1);
     if (r != NULL) {
@@ -28,7 +27,6 @@ static hidet_nccl_status_t check_buffer(const hn_coll_t *c, const char *p, size_
         }
     }
     hn_alloc_t *a = hidet_nccl__mem_alloc_containing(p);
-    if (a == NULL) *library = 0;
     if (a != NULL) {
         if (bytes > a->bytes - (size_t)(p - a->base))
             return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
@@ -47,9 +45,8 @@ static hidet_nccl_status_t check_buffer(const hn_coll_t *c, const char *p, size_
 hidet_nccl_status_t hidet_nccl__mem_route_slow(hn_coll_t *c, int coll, hidet_nccl_dtype_t dtype, size_t bytes,
                                                const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
     hidet_nccl__mem_lock();
-    int library = 1;
-    hidet_nccl_status_t st = check_buffer(c, a, a_bytes, "sendbuff", &library);
-    if (st == HIDET_NCCL_SUCCESS && b != a) st = check_buffer(c, b, b_bytes, "recvbuff", &library);
+    hidet_nccl_status_t st = check_buffer(c, a, a_bytes, "sendbuff");
+    if (st == HIDET_NCCL_SUCCESS && b != a) st = check_buffer(c, b, b_bytes, "recvbuff");
     if (coll >= 0 && c->op >= 0 && hidet_nccl__is_custom_op((hidet_nccl_op_t)c->op))
         coll = -1; /* a scaled sum belongs to its communicator */
     hn_views_t *v = st == HIDET_NCCL_SUCCESS && coll >= 0 ? hidet_nccl__mem_find_views(c->id) : NULL;
@@ -58,7 +55,6 @@ hidet_nccl_status_t hidet_nccl__mem_route_slow(hn_coll_t *c, int coll, hidet_ncc
                                      : hidet_nccl__tune_pick(v->tune, (hn_tuned_t)coll, dtype, bytes);
         if (hidet_nccl__view_is_own(view)) { /* all_reduce only: the table's parser sees to it */
             c->view = view;
-            c->own_library = library;
             c->own = v->own;
             c->own_why = v->own_why;
         } else if (v->comms[view] != NULL) { /* NULL: a view the table never takes, so never made */

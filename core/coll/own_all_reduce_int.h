@@ -15,10 +15,10 @@ struct hn_own;
 #define HN_OWN_ONE_SHOT_MAX (512u << 10)
 hn_view_t hidet_nccl__own_view(const struct hn_own *own, size_t bytes);
 
-/* Whether the own kernels run this all_reduce (c routed to an own view by mem_route; red and
- * nccl_count from reduce_plan, bytes the buffer's): 1; else 0 with why (empty when the route
- * did not name them). Reasons: they cannot run on the communicator, inside a group, a buffer
- * not in library memory, more bytes than the staging, a dtype or op they lack. */
+/* Whether the own kernels run this all_reduce (c routed to an own view by mem_route; red from
+ * reduce_plan, bytes the buffer's): 1; else 0, with why (when not NULL; empty when the route
+ * did not name them). Reasons: they cannot run on the communicator, inside a group, more bytes
+ * than the staging, a dtype or op they lack. The same on every rank: nothing of the buffers. */
 int hidet_nccl__own_takes(const hn_coll_t *c, hidet_nccl_dtype_t dtype, const hidet_nccl_reduction_t *red,
                           size_t bytes, char *why, size_t why_len);
 

@@ -1,6 +1,7 @@
 /* The communicator registry: ids, ownership, checks on every use. */
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,14 +256,26 @@ hidet_nccl_status_t hidet_nccl__registry_lookup(int id, ncclComm_t *comm, int *o
     return HIDET_NCCL_SUCCESS;
 }
 
+typedef void (*hn_on_fail_fn)(int id);
+static _Atomic(hn_on_fail_fn) g_on_fail;
+
+void hidet_nccl__registry_on_fail(void (*fn)(int id)) { atomic_store(&g_on_fail, fn); }
+
+static void tell_failed(int id) {
+    hn_on_fail_fn fn = atomic_load(&g_on_fail);
+    if (fn != NULL) fn(id);
+}
+
 hidet_nccl_status_t hidet_nccl__registry_fail(int id, const char *why) {
     pthread_mutex_lock(&g_lock);
     hidet_nccl_status_t st = check_id_locked(id, 1);
-    if (st == HIDET_NCCL_SUCCESS && !g_slots[id].failed) {
+    int marked = st == HIDET_NCCL_SUCCESS && !g_slots[id].failed;
+    if (marked) {
         g_slots[id].failed = 1;
         set_why(&g_slots[id], why);
     }
     pthread_mutex_unlock(&g_lock);
+    if (marked) tell_failed(id);
     return st;
 }
 
@@ -279,6 +292,7 @@ hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_
         set_why(&g_slots[id], why);
     }
     pthread_mutex_unlock(&g_lock);
+    if (st == HIDET_NCCL_SUCCESS) tell_failed(id);
     return st;
 }
 

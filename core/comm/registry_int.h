@@ -56,6 +56,10 @@ hidet_nccl_status_t hidet_nccl__registry_fail(int id, const char *why);
 /* Marks a live (or failed) id dead and returns what it held; later uses of the id say
  * "communicator id N was <why>" (why NULL: "destroyed"). failed may be NULL. */
 hidet_nccl_status_t hidet_nccl__registry_kill(int id, const char *why, ncclComm_t *comm, int *owned, int *failed);
+/* fn(id) runs (without the registry's lock) whenever registry_fail marks a live id failed and
+ * whenever registry_kill kills one: a layer above stops what waits on its peers (the own
+ * kernels). One fn; a later call replaces it. */
+void hidet_nccl__registry_on_fail(void (*fn)(int id));
 /* The recorder key of a child of id made by `how` ("split", "shrink") with color: the same
  * on every rank that makes its children in the same order. */
 hidet_nccl_status_t hidet_nccl__registry_child_key(int id, const char *how, int color, uint32_t *key);

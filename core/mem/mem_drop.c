@@ -58,4 +58,15 @@ static void drop_all(void) {
     if (freed > 0) HN_INFO("finalize: %d allocations of library memory freed", freed);
 }
 
-void hidet_nccl__mem_keep(void) { hidet_nccl__at_comm_drop(drop, drop_all); }
+/* A communicator failed or killed: its own kernels stop waiting for peers that may be gone. */
+static void failed(int comm_id) {
+    hidet_nccl__mem_lock();
+    hn_views_t *v = hidet_nccl__mem_find_views(comm_id);
+    if (v != NULL) hidet_nccl__own_abort(v->own);
+    hidet_nccl__mem_unlock();
+}
+
+void hidet_nccl__mem_keep(void) {
+    hidet_nccl__at_comm_drop(drop, drop_all);
+    hidet_nccl__registry_on_fail(failed);
+}

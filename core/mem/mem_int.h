@@ -13,7 +13,9 @@
 #include "core/nccl/nccl_loader_int.h"
 #include "core/mem/tune_table_int.h"
 
-/* Allocations and registrations alive in the process: 0 keeps collectives off the tables. */
+/* Allocations, registrations and views alive in the process: 0 keeps collectives off the
+ * tables. A communicator's views count, so that it routes alike on every rank whatever memory
+ * a rank has freed. */
 extern atomic_int hidet_nccl__mem_live;
 
 /* One allocation of hidet_nccl_mem_alloc. */

@@ -13,6 +13,7 @@
 #include "core/comm/blocking_call_int.h"
 #include "core/comm/registry_int.h"
 #include "core/mem/mem_own_int.h"
+#include "core/mem/own_module_int.h"
 #include "core/nccl/cuda_int.h"
 
 /* What each rank tells the others, twice: whether it could make (then map) its workspace. */
@@ -38,14 +39,15 @@ static ncclResult_t run_gather(void *p) {
     cudaStream_t s = NULL;
     ncclResult_t r = ncclUnhandledCudaError;
     if (cudaMalloc((void **)&dev, bytes * (size_t)j->nranks) != cudaSuccess) goto out;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) goto out;
-    if (cudaMemcpy(dev + bytes * (size_t)j->rank, &j->all[j->rank], bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) goto out; /* waits for no other work */
+    if (cudaMemcpyAsync(dev + bytes * (size_t)j->rank, &j->all[j->rank], bytes, cudaMemcpyHostToDevice, s) !=
+        cudaSuccess)
         goto out;
     r = j->n->AllGather(dev + bytes * (size_t)j->rank, dev, bytes, ncclUint8, j->comm, s);
     if (r != ncclSuccess) goto out;
     r = ncclUnhandledCudaError;
+    if (cudaMemcpyAsync(j->all, dev, bytes * (size_t)j->nranks, cudaMemcpyDeviceToHost, s) != cudaSuccess) goto out;
     if (cudaStreamSynchronize(s) != cudaSuccess) goto out;
-    if (cudaMemcpy(j->all, dev, bytes * (size_t)j->nranks, cudaMemcpyDeviceToHost) != cudaSuccess) goto out;
     r = ncclSuccess;
 out:
     if (s != NULL) cudaStreamDestroy(s);
@@ -109,11 +111,25 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static hn_own_t **g_held;
 static int g_nheld, g_cap_held;
 
+/* n words between host and device on a private stream (no other work waited for): 0 or -1. */
+static int copy_words(void *to, const void *from, size_t n, enum cudaMemcpyKind kind) {
+    cudaStream_t s;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return -1;
+    int rc = cudaMemcpyAsync(to, from, n * sizeof(unsigned), kind, s) == cudaSuccess &&
+                     cudaStreamSynchronize(s) == cudaSuccess
+                 ? 0
+                 : -1;
+    cudaStreamDestroy(s);
+    return rc;
+}
+
 /* Frees o if every peer let go of its memory (1), else 0. Its device current. */
 static int try_free(hn_own_t *o) {
     unsigned done[HN_OWN_MAX_RANKS] = {0};
-    if (cudaMemcpy(done, o->ws[o->rank] + HN_OWN_DONE_OFFSET, sizeof done, cudaMemcpyDeviceToHost) != cudaSuccess)
+    if (copy_words(done, o->ws[o->rank] + HN_OWN_DONE_OFFSET, HN_OWN_MAX_RANKS, cudaMemcpyDeviceToHost) != 0) {
+        cudaGetLastError();
         return 0;
+    }
     for (int p = 0; p < o->nranks; p++)
         if (done[p] != 1) return 0;
     cudaFree(o->ws[o->rank]);
@@ -173,16 +189,22 @@ static void unmake(hn_own_t *o) {
 
 /* This rank's workspace, zeroed where the kernels count, its IPC handle into mine. */
 static void make_local(hn_own_t *o, record_t *mine) {
+    cudaStream_t s = NULL;
     cudaError_t e = cudaMalloc((void **)&o->ws[o->rank], HN_OWN_WORKSPACE_BYTES);
     const char *call = "cudaMalloc of the workspace";
     if (e == cudaSuccess) {
-        call = "cudaMemset of the workspace";
-        e = cudaMemset(o->ws[o->rank], 0, HN_OWN_STAGE_OFFSET);
+        call = "cudaStreamCreateWithFlags";
+        e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     }
     if (e == cudaSuccess) {
-        call = "cudaDeviceSynchronize";
-        e = cudaDeviceSynchronize();
+        call = "cudaMemsetAsync of the workspace";
+        e = cudaMemsetAsync(o->ws[o->rank], 0, HN_OWN_STAGE_OFFSET, s);
     }
+    if (e == cudaSuccess) {
+        call = "cudaStreamSynchronize";
+        e = cudaStreamSynchronize(s);
+    }
+    if (s != NULL) cudaStreamDestroy(s);
     if (e == cudaSuccess) {
         call = "cudaIpcGetMemHandle";
         e = cudaIpcGetMemHandle(&mine->handle, o->ws[o->rank]);
@@ -208,7 +230,7 @@ static void make_local(hn_own_t *o, record_t *mine) {
     }
 }
 
-/* The peers' workspaces mapped into o (a failure into mine). */
+/* The peers' workspaces mapped into o, the kernels loaded on its device (a failure into mine). */
 static void map_peers(hn_own_t *o, const record_t *all, record_t *mine) {
     for (int p = 0; p < o->nranks && mine->ok; p++) {
         if (p == o->rank) continue;
@@ -224,13 +246,13 @@ static void map_peers(hn_own_t *o, const record_t *all, record_t *mine) {
             cudaGetLastError();
         }
     }
+    if (mine->ok && hidet_nccl__own_load(o->device, mine->why, sizeof mine->why) != 0) mine->ok = 0;
 }
 
 hidet_nccl_status_t hidet_nccl__own_make(const hn_nccl_t *n, ncclComm_t comm, int comm_id, int rank, int nranks,
                                          hn_own_t **own, char *why, size_t why_len) {
     *own = NULL;
     why[0] = '\0';
-    sweep();
     if (nranks < 2 || nranks > HN_OWN_MAX_RANKS) {
         snprintf(why, why_len, "the communicator has %d ranks; the own kernels run on 2 to %d", nranks,
                  HN_OWN_MAX_RANKS);
@@ -282,19 +304,41 @@ hidet_nccl_status_t hidet_nccl__own_make(const hn_nccl_t *n, ncclComm_t comm, in
     return HIDET_NCCL_SUCCESS;
 }
 
+/* Its kernels finished (the device synchronized), on a helper against the deadline. */
+static ncclResult_t run_sync(void *p) {
+    (void)p;
+    return cudaDeviceSynchronize() == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+}
+
+void hidet_nccl__own_abort(hn_own_t *o) {
+    if (o != NULL) ((volatile unsigned *)o->abort_host)[0] = 1;
+}
+
 void hidet_nccl__own_release(hn_own_t *o, int abandon) {
     if (o == NULL) return;
-    if (abandon) { /* kernels may still wait for peers that are gone: let them end, keep the memory */
-        ((volatile unsigned *)o->abort_host)[0] = 1;
+    double timeout = 300;
+    hidet_nccl__timeout_seconds(&timeout);
+    ncclResult_t r = ncclSuccess;
+    int unused = 0;
+    char what[128];
+    snprintf(what, sizeof what, "the own kernels of communicator id %d to finish", o->comm_id);
+    if (!abandon && o->abort_host[0] == 0 &&
+        hidet_nccl__blocking_call(&(hn_blocking_call_t){run_sync, NULL}, &unused, sizeof unused, o->device, timeout,
+                                  what, &r) !=
+            HIDET_NCCL_SUCCESS) {
+        HN_WARN("communicator id %d: %s; its own kernels were told to stop waiting and its workspace is kept",
+                o->comm_id, hidet_nccl__error_detail());
+        abandon = 1;
+    }
+    if (abandon || o->abort_host[0] != 0) { /* kernels may wait for peers that are gone: let them end, keep the memory */
+        hidet_nccl__own_abort(o);
         hold(o);
         return;
     }
     int previous = hidet_nccl__device_use(o->device);
-    if (o->launched) cudaDeviceSynchronize(); /* its kernels finished (their streams may be gone) */
     const unsigned one = 1;
-    for (int p = 0; p < o->nranks; p++) /* then tell every rank, this one too, that it no longer reads them */
-        cudaMemcpy(o->ws[p] + HN_OWN_DONE_OFFSET + (size_t)o->rank * sizeof one, &one, sizeof one,
-                   cudaMemcpyHostToDevice);
+    for (int p = 0; p < o->nranks; p++) /* tell every rank, this one too, that it no longer reads them */
+        copy_words(o->ws[p] + HN_OWN_DONE_OFFSET + (size_t)o->rank * sizeof one, &one, 1, cudaMemcpyHostToDevice);
     for (int p = 0; p < o->nranks; p++)
         if (p != o->rank) cudaIpcCloseMemHandle(o->ws[p]);
     cudaGetLastError();

@@ -55,7 +55,10 @@ hn_reg_t *hidet_nccl__mem_add_reg(const hn_reg_t *r) {
 
 hn_views_t *hidet_nccl__mem_add_views(const hn_views_t *v) {
     hn_views_t *p = grow((void **)&g_views, &g_nviews, &g_cap_views, sizeof *p);
-    if (p != NULL) *p = *v;
+    if (p != NULL) {
+        *p = *v;
+        atomic_fetch_add(&hidet_nccl__mem_live, 1); /* routes with or without memory left on a rank */
+    }
     return p;
 }
 
@@ -103,7 +106,10 @@ void hidet_nccl__mem_remove_reg(hn_reg_t *r) {
     atomic_fetch_sub(&hidet_nccl__mem_live, 1);
 }
 
-void hidet_nccl__mem_remove_views(hn_views_t *v) { *v = g_views[--g_nviews]; }
+void hidet_nccl__mem_remove_views(hn_views_t *v) {
+    *v = g_views[--g_nviews];
+    atomic_fetch_sub(&hidet_nccl__mem_live, 1);
+}
 
 int hidet_nccl__mem_next_handle(void) { return ++g_next_handle; }
 

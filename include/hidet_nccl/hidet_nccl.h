@@ -328,19 +328,23 @@ hidet_nccl_status_t hidet_nccl_deregister(int comm_id, int handle);
 
 /* The library's own all_reduce kernels (docs/own_kernels.md): below a few MiB, on GPUs of one
  * host with peer access, a one-shot kernel (every rank reads every rank's data and reduces)
- * and a two-shot one (reduce-scatter, then all-gather, through peer memory) beat NCCL. They
- * run on library memory of a communicator of 2 to 8 ranks, for float32, tfloat32, float16,
- * bfloat16, int32, uint32 (sum, prod, max, min, avg), complex64 (sum, avg) and float8 (max,
- * min: exact). The tuning table names them as views "own1" and "own2" where they were
- * measured faster, and AUTO then takes them; HIDET_NCCL_REGISTER_OWN takes them for every
- * all_reduce on the communicator they can run. Each rank maps its peers' workspaces (CUDA
- * IPC, exchanged through the communicator) at the first such registration (collective);
- * every other call takes NCCL's path, with the reason at INFO. */
+ * and a two-shot one (reduce-scatter, then all-gather, through peer memory) are meant to beat
+ * NCCL. They run on a communicator of 2 to 8 ranks, up to 4 MiB a call, for float32,
+ * tfloat32, float16, bfloat16, int32, uint32 (sum, prod, max, min, avg), complex64 (sum, avg)
+ * and float8 (max, min: exact). The tuning table names them as views "own1" and "own2" where
+ * they were measured faster, and a communicator with AUTO registrations then takes them at
+ * those sizes; HIDET_NCCL_REGISTER_OWN takes them for every all_reduce of the communicator
+ * they can run. Like the table's choice, theirs depends on the call alone, never on the
+ * buffers (they copy through their own staging), so every rank makes the same one. Each rank
+ * maps its peers' workspaces (CUDA IPC, exchanged through the communicator) at the first such
+ * registration (collective); every other call takes NCCL's path, with the reason at INFO.
+ * Graphs that captured them are destroyed before their communicator is. */
 
 /* How hidet_nccl_all_reduce would run this call on this rank, in words, into route (at most
  * route_len bytes, NUL-terminated): "own one-shot", "own two-shot", "nccl plain", "nccl
  * buffer" or "nccl window", then, when the table named own kernels that cannot run it, ": "
- * and why. Checks the arguments as all_reduce does; touches no GPU. */
+ * and why ("local copy (one rank)" on one rank, "nothing (count 0)"). Checks the arguments as
+ * all_reduce does; touches no GPU and records nothing. */
 hidet_nccl_status_t hidet_nccl_all_reduce_route(int comm_id, const void *sendbuff, const void *recvbuff,
                                                 size_t count, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
                                                 char *route, size_t route_len);

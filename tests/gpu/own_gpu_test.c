@@ -5,7 +5,8 @@
  * test writes (HIDET_NCCL_TUNE_FILE) that names the view own2 up to 4 MiB (two-shot on any number of ranks):
  *  - routes (hidet_nccl_all_reduce_route): every call the own kernels take, up to 4 MiB (their
  *    staging), must be routed "own one-shot" or "own two-shot" on A, "own two-shot" on T, and both must
- *    be seen; float64 and memory outside the registration must not be; above 4 MiB NCCL takes the call,
+ *    be seen; float64 must not be, cudaMalloc memory must be routed as library memory is (the choice
+ *    depends on the call alone) and its result is checked; above 4 MiB NCCL takes the call,
  *    still checked;
  *  - exact results against a host reference for every dtype x op the own kernels take, 8 B to 8 MiB,
  *    odd counts (bytes not a multiple of 16), in place and out of place, at element offset 0 and 1;
@@ -18,7 +19,8 @@
  *    memory) called alternately on two streams with no synchronization between.
  * Inputs are pseudo-random per rank, call and element, chosen so that every result is exact whatever
  * the order of the ranks (small multiples of 1/4 for floats, {+-1/2, +-1, +-2} for products, any bits
- * for 32-bit integers, any finite float8 for max/min), and compared bit for bit. They repeat every
+ * for 32-bit integers, any float8 but NaN and -0 for max/min, e5m2's infinities among them), and
+ * compared bit for bit. They repeat every
  * PERIOD elements, a prime, so that 8 MiB cost a few memcpy (no count here is a multiple of it).
  * Prints "own_gpu_test: N checks, 0 wrong" and exits 0; else the first failures, and exits 1. Without
  * a GPU, outside a launcher or with one rank, it fails. */
@@ -151,6 +153,8 @@ static size_t elem_size(const dtype_case_t *d) { return (size_t)d->lane_bytes * 
 static double decode(fmt_t f, uint32_t bits) {
     int bias = (1 << (f.ebits - 1)) - 1;
     uint32_t m = bits & ((1u << f.mbits) - 1), e = (bits >> f.mbits) & ((1u << f.ebits) - 1);
+    if (f.ebits == 5 && f.mbits == 2 && e == 31 && m == 0) /* e5m2's infinities */
+        return (bits >> 7) & 1u ? -INFINITY : INFINITY;
     double mag = e == 0 ? ldexp(m, 1 - bias - f.mbits) : ldexp(m | (1u << f.mbits), (int)e - bias - f.mbits);
     return (bits >> (f.ebits + f.mbits)) & 1u ? -mag : mag;
 }
@@ -198,12 +202,13 @@ static uint32_t mix(uint32_t x) {
     return x;
 }
 
-/* Whether a float8 byte is a finite value other than -0 (max/min of +0 and -0 have no single winner). */
+/* Whether a float8 byte is a number other than -0 (max/min of +0 and -0 have no single winner):
+ * e5m2's infinities are (a max or min must keep them, not saturate them to the largest finite). */
 static int fp8_usable(fmt_t f, uint32_t b) {
     uint32_t e = (b >> f.mbits) & ((1u << f.ebits) - 1), m = b & ((1u << f.mbits) - 1);
     if (b == 0x80) return 0;
     if (f.ebits == 4) return !(e == 15 && m == 7); /* e4m3: S.1111.111 is NaN; no infinities */
-    return e != 31;                                /* e5m2: infinities and NaNs */
+    return e != 31 || m == 0;                      /* e5m2: NaNs out, infinities in */
 }
 
 /* Scalar j (element j / lanes) of rank's input of a call (salt), as bits. */
@@ -385,7 +390,9 @@ static int check_route(const comm_t *c, const void *send, const void *recv, size
     return is_own(route);
 }
 
-/* Routes of a few calls, printed by rank 0; calls the own kernels cannot run must not be routed to them. */
+/* Routes of a few calls, printed by rank 0; calls the own kernels cannot run must not be routed to them,
+ * and where the buffers are does not change the route (every rank must decide alike): a call on
+ * cudaMalloc memory is routed as one on library memory, and its result is exact too. */
 static void show_routes(const comm_t *c) {
     static const size_t k_bytes[] = {8, 4 * KIB, 64 * KIB, 256 * KIB, MIB, 2 * MIB, 4 * MIB, 8 * MIB};
     char route[ROUTE_LEN];
@@ -397,12 +404,31 @@ static void show_routes(const comm_t *c) {
     route_of(c, send, recv, 64 * KIB / 8, HIDET_NCCL_FLOAT64, HIDET_NCCL_SUM, route);
     if (g_rank == 0) printf("own_gpu_test: %s: route of float64 sum, 64 KiB: %s\n", c->name, route);
     check(!is_own(route), "%s: float64 sum routed \"%s\": the own kernels do not take float64", c->name, route);
+    char lib_route[ROUTE_LEN];
+    route_of(c, send, recv, 64 * KIB / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, lib_route);
     void *plain;
     CU(cudaMalloc(&plain, 128 * KIB));
     route_of(c, plain, (char *)plain + 64 * KIB, 64 * KIB / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, route);
     if (g_rank == 0)
         printf("own_gpu_test: %s: route of float32 sum, 64 KiB of cudaMalloc memory: %s\n", c->name, route);
-    check(!is_own(route), "%s: float32 sum on memory outside the registration routed \"%s\"", c->name, route);
+    check(strcmp(route, lib_route) == 0 && is_own(route),
+          "%s: float32 sum on cudaMalloc memory routed \"%s\", on library memory \"%s\": want the same own route",
+          c->name, route, lib_route);
+    size_t n = 64 * KIB / 4;
+    float *host = malloc(n * sizeof *host);
+    for (size_t i = 0; i < n; i++) host[i] = (float)((int)(i % 97) - 48 + g_rank); /* exact sums */
+    CU(cudaMemcpy(plain, host, n * sizeof *host, cudaMemcpyHostToDevice));
+    HN(hidet_nccl_all_reduce(c->id, plain, (char *)plain + 64 * KIB, n, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, (cudaStream_t)0));
+    CU(cudaStreamSynchronize((cudaStream_t)0));
+    CU(cudaMemcpy(host, (char *)plain + 64 * KIB, n * sizeof *host, cudaMemcpyDeviceToHost));
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; i++) {
+        float want = 0;
+        for (int r = 0; r < g_n; r++) want += (float)((int)(i % 97) - 48 + r);
+        wrong += host[i] != want;
+    }
+    check(wrong == 0, "%s: float32 sum of 64 KiB of cudaMalloc memory: %zu of %zu elements wrong", c->name, wrong, n);
+    free(host);
     CU(cudaFree(plain));
 }
 

@@ -1,7 +1,8 @@
 /* Which all_reduce calls the own kernels take (core/coll/own_all_reduce.c), on the CPU: every
  * reason a call the route named them for goes to NCCL instead, the dtypes and ops they reduce
  * (through the library's dtype table, as all_reduce plans them), and the view an OWN
- * registration picks by size and ranks. The kernels themselves run in tests/gpu/own_gpu_test.c. */
+ * registration picks by size and ranks. Nothing of the buffers enters (every rank decides
+ * alike). The kernels themselves run in tests/gpu/own_gpu_test.c. */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,14 +12,13 @@
 
 static hn_own_t g_own = {.nranks = 2};
 
-/* A call of count x dtype with op routed to the own one-shot kernel, both buffers in library memory. */
+/* A call routed to the own one-shot kernel. */
 static hn_coll_t routed(void) {
     hn_coll_t c;
     memset(&c, 0, sizeof c);
     c.name = "all_reduce";
     c.view = HN_VIEW_OWN1;
     c.own = &g_own;
-    c.own_library = 1;
     return c;
 }
 
@@ -59,8 +59,12 @@ static void test_reasons(void) {
     CU_ASSERT_TRUE(takes(&c, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, HN_OWN_STAGE_BYTES, NULL));
     CU_ASSERT_FALSE(takes(&c, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, HN_OWN_STAGE_BYTES + 4,
                           "4194308 bytes are more than their staging (4194304 bytes)"));
-    c.own_library = 0;
-    CU_ASSERT_FALSE(takes(&c, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, 64, "a buffer is not library memory"));
+    char why[320] = "x";
+    hidet_nccl_reduction_t red;
+    hidet_nccl_reduction(HIDET_NCCL_FLOAT64, HIDET_NCCL_SUM, &red);
+    CU_ASSERT_FALSE(hidet_nccl__own_takes(&c, HIDET_NCCL_FLOAT64, &red, 64, NULL, 0)); /* the reason only when asked */
+    CU_ASSERT_FALSE(hidet_nccl__own_takes(&c, HIDET_NCCL_FLOAT64, &red, 64, why, sizeof why));
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "float64"));
     c = routed();
     c.own = NULL;
     c.own_why = "rank 1 is on another host than rank 0";

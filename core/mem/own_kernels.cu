@@ -1,5 +1,6 @@
 /* The library's own all_reduce kernels (device code; nvcc makes a fatbin of them at build time,
- * which the archive carries and core/coll/own_all_reduce.c loads through the CUDA driver).
+ * which the archive carries, core/mem/own_module.c loads through the CUDA driver and
+ * core/coll/own_all_reduce.c launches).
  *
  * Every rank copies its input into its workspace's staging (core/mem/own_layout_int.h), meets
  * its peers at a barrier of flags in their workspaces, and then:
@@ -64,17 +65,19 @@ struct U32 {
     static __device__ A get(R r) { return r; }
     static __device__ R put(A a) { return a; }
 };
-template <typename F8>
-struct F8T { /* max and min only: the winner is one of the inputs, so it is exact */
-    typedef unsigned char R;
+template <typename F8, __nv_fp8_interpretation_t I>
+struct F8T { /* max and min only: the winner is one of the inputs, so it is exact (no saturation: */
+    typedef unsigned char R; /* an infinity stays one) */
     typedef float A;
     static __device__ A get(R r) {
         F8 x;
         x.__x = r;
         return (float)x;
     }
-    static __device__ R put(A a) { return F8(a).__x; }
+    static __device__ R put(A a) { return (R)__nv_cvt_float_to_fp8(a, __NV_NOSAT, I); }
 };
+typedef F8T<__nv_fp8_e4m3, __NV_E4M3> F8E4M3;
+typedef F8T<__nv_fp8_e5m2, __NV_E5M2> F8E5M2;
 
 __device__ __forceinline__ float add(float a, float b) { return a + b; }
 __device__ __forceinline__ int add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
@@ -294,8 +297,8 @@ __device__ __forceinline__ void run(const hn_own_args_t &a) {
     HN_ARITH(algo, two, bf16, BF16)                       \
     HN_ARITH(algo, two, i32, I32)                         \
     HN_ARITH(algo, two, u32, U32)                         \
-    HN_ORDER(algo, two, f8e4m3, F8T<__nv_fp8_e4m3>)      \
-    HN_ORDER(algo, two, f8e5m2, F8T<__nv_fp8_e5m2>)
+    HN_ORDER(algo, two, f8e4m3, F8E4M3)                   \
+    HN_ORDER(algo, two, f8e5m2, F8E5M2)
 
 HN_ALGO(1, false)
 HN_ALGO(2, true)
