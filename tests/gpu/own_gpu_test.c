@@ -741,6 +741,42 @@ static void use_table(char *path, size_t len) {
     }
 }
 
+/* OWN_GPU_TEST_PEER_DEATH=1: every rank but 0 leaves after A's registration; rank 0's own kernel
+ * then waits for peers that never come, hidet_nccl_comm_wait passes its deadline, the communicator
+ * is failed, and the kernel must be told to stop: its stream must finish within seconds, and
+ * destroy and finalize must return. Exits 0 only then. */
+static int peer_death(const comm_t *a, cudaStream_t s) {
+    if (g_rank != 0) {
+        printf("own_gpu_test: rank %d leaves without a word\n", g_rank);
+        fflush(stdout);
+        _exit(0);
+    }
+    sleep(1); /* the peers are gone */
+    HN(hidet_nccl_all_reduce(a->id, a->mem, a->mem + MIB, 64 * KIB / 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, s));
+    double t0 = hn_now();
+    hidet_nccl_status_t st = hidet_nccl_comm_wait(a->id, s, 3.0);
+    double t1 = hn_now();
+    printf("own_gpu_test: peer death: comm_wait returned %s after %.2f s: %s\n", hidet_nccl_status_string(st), t1 - t0,
+           hidet_nccl_last_error());
+    check(st != HIDET_NCCL_SUCCESS, "comm_wait succeeded with every peer gone");
+    cudaError_t e = cudaErrorNotReady;
+    while (e == cudaErrorNotReady && hn_now() - t1 < 20) {
+        usleep(1000);
+        e = cudaStreamQuery(s);
+    }
+    double t2 = hn_now();
+    printf("own_gpu_test: peer death: the own kernel's stream %s %.3f s after the deadline (%s)\n",
+           e == cudaSuccess ? "finished" : "had not finished", t2 - t1, cudaGetErrorString(e));
+    check(e == cudaSuccess, "the own kernel still waits for the gone peers %.1f s after the communicator failed",
+          t2 - t1);
+    st = hidet_nccl_comm_destroy(a->id);
+    printf("own_gpu_test: peer death: destroy: %s\n", hidet_nccl_status_string(st));
+    st = hidet_nccl_finalize();
+    printf("own_gpu_test: peer death: finalize: %s after %.2f s in all\n", hidet_nccl_status_string(st), hn_now() - t0);
+    printf("own_gpu_test: %d checks, %d wrong\n", g_checks, g_wrong);
+    return g_wrong == 0 ? 0 : 1;
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress reaches the launcher's log line by line */
     char table[512];
@@ -779,6 +815,7 @@ int main(void) {
         if (split_color(r) == split_color(g_rank)) members_b[nb++] = r;
     comm_t a, t, b;
     comm_setup(&a, "A", id, world, HIDET_NCCL_REGISTER_OWN, "own ");
+    if (getenv("OWN_GPU_TEST_PEER_DEATH") != NULL) return peer_death(&a, s1);
     HN(hidet_nccl_comm_split(id, 0, g_rank, &id_t));
     comm_setup(&t, "T", id_t, world, HIDET_NCCL_REGISTER_AUTO, "own two-shot");
     unlink(table); /* read by now */
