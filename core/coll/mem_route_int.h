@@ -16,8 +16,10 @@ hidet_nccl_status_t hidet_nccl__mem_route_slow(hn_coll_t *c, int coll, hidet_ncc
  * that starts inside an allocation or a registration of the communicator must end inside it
  * (else an error naming both), and they remember the stream; with AUTO registrations on the
  * communicator, c->comm becomes the view the tuning table picks for coll (an hn_tuned_t;
- * -1: none), dtype and bytes; a scaled sum (c->op from hidet_nccl_op_premul_sum) stays on its
- * communicator. */
+ * -1: none), dtype and bytes, and c->view names it; when that is an own kernel's view (or the
+ * communicator has an OWN registration), c->comm stays and c->own, c->own_why are set for
+ * core/coll/own_all_reduce.c; a scaled sum (c->op from hidet_nccl_op_premul_sum) stays on its
+ * communicator. With c->dry (the route alone) nothing is recorded. */
 static inline hidet_nccl_status_t hidet_nccl__mem_route(hn_coll_t *c, int coll, hidet_nccl_dtype_t dtype, size_t bytes,
                                                         const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
     if (atomic_load_explicit(&hidet_nccl__mem_live, memory_order_relaxed) == 0) return HIDET_NCCL_SUCCESS;

@@ -78,9 +78,10 @@ static hidet_nccl_status_t views_of(int comm_id, ncclComm_t comm, int own_only, 
     made.comms[HN_VIEW_PLAIN] = comm;
     double start = hidet_nccl__now();
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    for (int k = HN_VIEW_BUFFER; k < HN_NUM_NCCL_VIEWS && !own_only && st == HIDET_NCCL_SUCCESS; k++) /* alike on */
+    /* the same on every rank */
+    for (int k = HN_VIEW_BUFFER; k < HN_NUM_NCCL_VIEWS && !own_only && st == HIDET_NCCL_SUCCESS; k++)
         if (hidet_nccl__tune_uses(t, (hn_view_t)k)) st = sibling(comm_id, nranks, rank, t, &made.ids[k], &made.comms[k]);
-    int none = made.ids[HN_VIEW_BUFFER] < 0 && made.ids[HN_VIEW_WINDOW] < 0;  /* every rank */
+    int none = made.ids[HN_VIEW_BUFFER] < 0 && made.ids[HN_VIEW_WINDOW] < 0;
     if (st == HIDET_NCCL_SUCCESS && none && !own_only) { /* a table of plain memory and own kernels: one split, */
         int check;                       /* not kept, so that a rank with another table is told, not left waiting */
         ncclComm_t unused;
