@@ -7,7 +7,8 @@
 #                                 this script (a bundle of tools/make_gpu_bundle.sh), else the bazel-bin
 #                                 of the checkout this script is in (bazel build //tests:own_gpu_test
 #                                 //tools:hidet-nccl-run)
-# Passes (exit 0) only if the launcher exits 0 and both ranks print "own_gpu_test: N checks, 0 wrong".
+# Passes (exit 0) only if the launcher exits 0 and both ranks print "own_gpu_test: N checks, 0 wrong",
+# and then, with OWN_GPU_TEST_PEER_DEATH=1 (rank 1 leaves), rank 0 does too.
 # A hang is stopped after $OWN_TIMEOUT_S seconds (default 900) and fails.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,9 +32,19 @@ timeout "$limit" "$launcher" -n 2 --tag-output \
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 124 ] && echo "own_fake_nodes.sh: HUNG: stopped after $limit s"
 ok=$(grep -c "own_gpu_test: [0-9]* checks, 0 wrong" "$log")
-if [ "$rc" -eq 0 ] && [ "$ok" -eq 2 ]; then
-    echo "own_fake_nodes.sh: PASS (2 ranks on one GPU as fake nodes)"
+if [ "$rc" -ne 0 ] || [ "$ok" -ne 2 ]; then
+    echo "own_fake_nodes.sh: FAILED (launcher exit $rc; $ok of 2 ranks reported 0 wrong)"
+    exit 1
+fi
+# Then a peer that leaves: rank 1 exits after the registration, rank 0's own kernel must end once
+# the communicator fails (OWN_GPU_TEST_PEER_DEATH in own_gpu_test.c).
+OWN_GPU_TEST_PEER_DEATH=1 timeout 120 "$launcher" -n 2 --tag-output \
+    bash -c 'export NCCL_HOSTID=fakenode$HIDET_NCCL_RANK; exec "$0" "$@"' "$prog" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+[ "$rc" -eq 124 ] && echo "own_fake_nodes.sh: HUNG after a peer left: stopped after 120 s"
+if [ "$rc" -eq 0 ] && grep -q "^\[0\] own_gpu_test: [0-9]* checks, 0 wrong" "$log"; then
+    echo "own_fake_nodes.sh: PASS (2 ranks on one GPU as fake nodes; a peer that leaves stops rank 0's kernel)"
     exit 0
 fi
-echo "own_fake_nodes.sh: FAILED (launcher exit $rc; $ok of 2 ranks reported 0 wrong)"
+echo "own_fake_nodes.sh: FAILED after a peer left (launcher exit $rc)"
 exit 1
