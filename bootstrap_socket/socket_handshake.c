@@ -194,10 +194,14 @@ static hidet_nccl_status_t client_once(hn_sk_state_t *s, int fd, double deadline
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d could not say hello to %s:%d: %s", s->rank,
                                s->addr, s->port, why);
     }
+    /* A served rendezvous (the launcher's) always answers: at the end of its admission, which
+     * began at the first hello, it names the ranks that never came. This rank's deadline began
+     * before that hello, so it waits a second past it for that answer. */
+    double answer_by = s->served ? deadline + 1.0 : deadline;
     for (int challenged = 0;;) {
         uint8_t *buf = NULL;
         hidet_nccl__sk_msg_t m;
-        int got = next(fd, deadline, &buf, &m, why, sizeof why);
+        int got = next(fd, answer_by, &buf, &m, why, sizeof why);
         hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
         if (got == 0)
             st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_TIMEOUT,
