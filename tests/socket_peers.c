@@ -1,10 +1,15 @@
 #include "tests/socket_peers.h"
 
 #include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "bootstrap_socket/socket_format_int.h"
 
 int hn_test_port(void) {
     static unsigned seed;
@@ -54,4 +59,26 @@ pid_t hn_test_flooder(int port) {
         ring[k % 400] = hn_test_dial(port);
         usleep(1000);
     }
+}
+
+int hn_test_received(int fd, int *kinds, int max) {
+    int n = 0;
+    uint8_t buf[4096];
+    size_t got = 0;
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 3000) <= 0) break;
+        ssize_t k = read(fd, buf + got, sizeof buf - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+        size_t total;
+        char why[128];
+        while (got >= HN_SK_HEADER && hidet_nccl__sk_total(buf, &total, why, sizeof why) == 0 && got >= total) {
+            hidet_nccl__sk_msg_t m;
+            if (hidet_nccl__sk_parse(buf, total, &m, why, sizeof why) == 0 && n < max) kinds[n++] = m.kind;
+            memmove(buf, buf + total, got - total);
+            got -= total;
+        }
+    }
+    return n;
 }

@@ -1,5 +1,5 @@
 /* What the socket rendezvous tests play against it: a port for its listener, a connection to it,
- * and the hostile peers (a slow loris, a flood). */
+ * the hostile peers (a slow loris, a flood), and what a stranger is told. */
 #ifndef HIDET_NCCL_TESTS_SOCKET_PEERS_H_
 #define HIDET_NCCL_TESTS_SOCKET_PEERS_H_
 
@@ -18,5 +18,9 @@ pid_t hn_test_slow_loris(int port, int count);
 /* A child opening a new silent connection to port every millisecond, keeping the last 400, until
  * killed. */
 pid_t hn_test_flooder(int port);
+
+/* The kinds of the socket rendezvous's messages that come on fd, in order, until it closes the
+ * connection or 3 s pass: at most max into kinds; returns how many. */
+int hn_test_received(int fd, int *kinds, int max);
 
 #endif

@@ -123,6 +123,14 @@ static int copy_words(void *to, const void *from, size_t n, enum cudaMemcpyKind 
     return rc;
 }
 
+/* What this rank made of o, and o (its peers' mappings closed already, or never opened). */
+static void free_local(hn_own_t *o) {
+    if (o->ws[o->rank] != NULL) cudaFree(o->ws[o->rank]);
+    if (o->abort_host != NULL) cudaFreeHost(o->abort_host);
+    if (o->order != NULL) cudaEventDestroy(o->order);
+    free(o);
+}
+
 /* Frees o if every peer let go of its memory (1), else 0. Its device current. */
 static int try_free(hn_own_t *o) {
     unsigned done[HN_OWN_MAX_RANKS] = {0};
@@ -132,10 +140,7 @@ static int try_free(hn_own_t *o) {
     }
     for (int p = 0; p < o->nranks; p++)
         if (done[p] != 1) return 0;
-    cudaFree(o->ws[o->rank]);
-    cudaFreeHost(o->abort_host);
-    cudaEventDestroy(o->order);
-    free(o);
+    free_local(o);
     return 1;
 }
 
@@ -181,10 +186,7 @@ static void hold(hn_own_t *o) {
 static void unmake(hn_own_t *o) {
     for (int p = 0; p < o->nranks; p++)
         if (p != o->rank && o->ws[p] != NULL) cudaIpcCloseMemHandle(o->ws[p]);
-    if (o->ws[o->rank] != NULL) cudaFree(o->ws[o->rank]);
-    if (o->abort_host != NULL) cudaFreeHost(o->abort_host);
-    if (o->order != NULL) cudaEventDestroy(o->order);
-    free(o);
+    free_local(o);
 }
 
 /* This rank's workspace, zeroed where the kernels count, its IPC handle into mine. */

@@ -36,6 +36,7 @@
 #include "hidet_nccl/bootstrap.h"
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/gpu/now.h"
+#include "tools/support/reference.h"
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
@@ -269,22 +270,12 @@ static void put_lane(void *p, size_t j, int bytes, uint32_t bits) {
     memcpy((unsigned char *)p + j * (size_t)bytes, &bits, (size_t)bytes); /* little-endian */
 }
 
-/* Repeats the first `done` elements of out up to n, by doubling copies. */
-static void repeat(void *out, size_t es, size_t done, size_t n) {
-    unsigned char *p = out;
-    while (done < n) {
-        size_t m = done < n - done ? done : n - done;
-        memcpy(p + done * es, p, m * es);
-        done += m;
-    }
-}
-
 /* The input of (world) rank for a call (salt): count elements of d at out. */
 static void fill_input(const dtype_case_t *d, hidet_nccl_op_t op, uint32_t salt, int rank, size_t count, void *out) {
     size_t first = count < PERIOD ? count : PERIOD;
     for (size_t j = 0; j < first * (size_t)d->lanes; j++)
         put_lane(out, j, d->lane_bytes, input_lane(d, op, salt, rank, j));
-    repeat(out, elem_size(d), first, count);
+    hn_ref_repeat(out, elem_size(d), first, count);
 }
 
 /* The first min(count, PERIOD) elements of the result over ranks[0 .. n-1] (world ranks, in the

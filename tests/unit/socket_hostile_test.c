@@ -103,30 +103,6 @@ static void test_flood(void) {
 
 /* ---------------------------------------------------------------- strangers and secrets */
 
-/* What a stranger receives until rank 0 closes the connection (or 3 s pass): the kinds of the
- * messages, in order, into kinds (at most 8); returns how many. */
-static int received(int fd, int *kinds) {
-    int n = 0;
-    uint8_t buf[4096];
-    size_t got = 0;
-    for (;;) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 3000) <= 0) break;
-        ssize_t k = read(fd, buf + got, sizeof buf - got);
-        if (k <= 0) break;
-        got += (size_t)k;
-        size_t total;
-        char why[128];
-        while (got >= HN_SK_HEADER && hidet_nccl__sk_total(buf, &total, why, sizeof why) == 0 && got >= total) {
-            hidet_nccl__sk_msg_t m;
-            if (hidet_nccl__sk_parse(buf, total, &m, why, sizeof why) == 0 && n < 8) kinds[n++] = m.kind;
-            memmove(buf, buf + total, got - total);
-            got -= total;
-        }
-    }
-    return n;
-}
-
 static void send_msg(int fd, int kind, int rank, const void *body, uint32_t len) {
     uint8_t m[HN_SK_HEADER + 64 + 4], nonce[HN_SK_NONCE] = {7};
     size_t total = hidet_nccl__sk_encode(m, sizeof m, kind, "hostile", 2, (uint32_t)rank, 0, nonce, body, len);
@@ -145,7 +121,7 @@ static void stranger_with_a_claim(int port, uint32_t flags, int *kinds, int *n) 
         usleep(100 * 1000);
         send_msg(fd, HN_SK_KIND_PROOF, 1, mac, sizeof mac);
     }
-    *n = received(fd, kinds);
+    *n = hn_test_received(fd, kinds, 8);
     close(fd);
 }
 

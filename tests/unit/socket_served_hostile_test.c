@@ -96,29 +96,6 @@ static void send_msg(int fd, int kind, const char *key, int rank, const void *bo
     (void)!write(fd, m, total);
 }
 
-/* The kinds of what comes until the rendezvous closes the connection or 3 s pass (at most 8). */
-static int received(int fd, int *kinds) {
-    int n = 0;
-    uint8_t buf[4096];
-    size_t got = 0;
-    for (;;) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 3000) <= 0) break;
-        ssize_t k = read(fd, buf + got, sizeof buf - got);
-        if (k <= 0) break;
-        got += (size_t)k;
-        size_t total;
-        char why[128];
-        while (got >= HN_SK_HEADER && hidet_nccl__sk_total(buf, &total, why, sizeof why) == 0 && got >= total) {
-            hidet_nccl__sk_msg_t m;
-            if (hidet_nccl__sk_parse(buf, total, &m, why, sizeof why) == 0 && n < 8) kinds[n++] = m.kind;
-            memmove(buf, buf + total, got - total);
-            got -= total;
-        }
-    }
-    return n;
-}
-
 /* Knows the key, the size and rank 1's number; claims a secret (flags) and guesses the proof. */
 static int stranger(int port, uint32_t flags, int *kinds) {
     int fd = hn_test_dial(port);
@@ -130,7 +107,7 @@ static int stranger(int port, uint32_t flags, int *kinds) {
         usleep(50 * 1000);
         send_msg(fd, HN_SK_KIND_PROOF, KEY, 1, mac, sizeof mac);
     }
-    int n = received(fd, kinds);
+    int n = hn_test_received(fd, kinds, 8);
     close(fd);
     return n;
 }

@@ -61,10 +61,9 @@ static int64_t value(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, int rank, siz
     return 1 + flip;
 }
 
-/* value() has period 2 in i: the first `done` elements are repeated up to n by doubling
- * copies, so that 2^28 elements cost a few memcpy, not 2^28 conversions. */
+/* value() has period 2 in i: the first PERIOD elements are repeated up to n. */
 #define PERIOD 2
-static void repeat(void *out, size_t elem, size_t done, size_t n) {
+void hn_ref_repeat(void *out, size_t elem, size_t done, size_t n) {
     unsigned char *p = out;
     while (done < n) {
         size_t m = done < n - done ? done : n - done;
@@ -80,7 +79,7 @@ void hn_ref_fill(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, int rank, size_t 
         int64_t v = value(dtype, op, rank, i);
         store(t, (double)v, v, out, i);
     }
-    repeat(out, hn_ref_elem_size(t), first, n);
+    hn_ref_repeat(out, hn_ref_elem_size(t), first, n);
 }
 
 static uint64_t wrap(ncclDataType_t t, uint64_t x) {
@@ -124,7 +123,7 @@ void hn_ref_expected(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, int nranks, s
             acc = is_signed_int(t) ? (uint64_t)(as_signed(t, acc) / nranks) : acc / (uint64_t)nranks;
         store(t, 0, (int64_t)acc, out, i);
     }
-    repeat(out, hn_ref_elem_size(t), first, n);
+    hn_ref_repeat(out, hn_ref_elem_size(t), first, n);
 }
 
 size_t hn_ref_first_difference(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, const void *a, const void *b,
@@ -151,5 +150,5 @@ void hn_ref_fill_bytes(int rank, size_t offset, size_t bytes, void *out) {
     unsigned char *p = out;
     size_t first = bytes < BYTE_PERIOD ? bytes : BYTE_PERIOD;
     for (size_t i = 0; i < first; i++) p[i] = pattern_byte(rank, offset + i);
-    repeat(out, 1, first, bytes);
+    hn_ref_repeat(out, 1, first, bytes);
 }

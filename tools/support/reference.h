@@ -24,6 +24,10 @@ void hn_ref_expected(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, int nranks, s
  * place is seen. fill_bytes(r, a, n) followed by fill_bytes(r, a + n, m) is fill_bytes(r, a, n + m). */
 void hn_ref_fill_bytes(int rank, size_t offset, size_t bytes, void *out);
 
+/* The first `done` elements (of elem bytes) at out repeated up to n, by doubling copies: a
+ * periodic fill of 2^28 elements costs a few memcpy, not 2^28 conversions. */
+void hn_ref_repeat(void *out, size_t elem, size_t done, size_t n);
+
 /* Index of the first differing NCCL element of a and b, or (size_t)-1 if equal. */
 size_t hn_ref_first_difference(hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, const void *a, const void *b,
                                size_t n);
