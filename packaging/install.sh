@@ -3,7 +3,7 @@
 # The leading arguments (given by the //:install target) name the built files:
 #   install.sh LIB LIB_MPI SO SO_MPI RUN BENCH TRACE CUDA_ROOT_TXT NCCL_INC_TXT MPI_PATHS_TXT A_TEMPLATE FILE... --prefix DIR
 # FILE: the public headers (*.h), the Fortran module's source (*.f90, into include/hidet_nccl/fortran),
-# tools/plot_bench.py (bin/hidet-nccl-plot) and the Python package's files (*.py, into lib/python/hidet_nccl).
+# tools/bench/plot_bench.py (bin/hidet-nccl-plot) and the Python package's files (*.py, into lib/python/hidet_nccl).
 set -euo pipefail
 usage() { echo "usage: bazel run //:install -- --prefix DIR" >&2; exit 2; }
 [ $# -ge 12 ] || usage

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/trace_read.h"
+#include "tools/trace/trace_read.h"
 
 static void read_part(tr_set_t *set, const uint8_t *data, size_t size, const char *name) {
     FILE *f = fmemopen((void *)data, size, "r");

@@ -4,9 +4,9 @@
 # while the own kernels map each other's memory by CUDA IPC on the one device. For a 1-GPU machine;
 # where there are 2 GPUs, own_gpu_test_n2 (hidet-nccl-run -n 2 own_gpu_test) runs one rank a GPU.
 #   own_fake_nodes.sh [BIN_DIR]   BIN_DIR holds own_gpu_test and hidet-nccl-run; by default bin/ beside
-#                                 this script (a bundle of tools/make_gpu_bundle.sh), else the bazel-bin
+#                                 this script (a bundle of tools/gpu/make_gpu_bundle.sh), else the bazel-bin
 #                                 of the checkout this script is in (bazel build //tests:own_gpu_test
-#                                 //tools:hidet-nccl-run)
+#                                 //tools/run:hidet-nccl-run)
 # Passes (exit 0) only if the launcher exits 0 and both ranks print "own_gpu_test: N checks, 0 wrong",
 # and then, with OWN_GPU_TEST_PEER_DEATH=1 (rank 1 leaves), rank 0 does too.
 # A hang is stopped after $OWN_TIMEOUT_S seconds (default 900) and fails.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/check_buffer_targets.py on hidet-nccl-bench -m tables: one that meets issue 17's
+# tools/gpu/check_buffer_targets.py on hidet-nccl-bench -m tables: one that meets issue 17's
 # targets (exit 0), the same with one size below each limit (exit 1, each miss named), and
 # the 2 x H200 run of docs/data (six tables, exit 1: its small sizes miss); then issue 29's
 # (--own) on tables with the own kernels' column, a CUDA-graph table among them.

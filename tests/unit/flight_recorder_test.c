@@ -23,7 +23,7 @@
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
 #include "tools/support/fake_nccl.h"
-#include "tools/trace_read.h"
+#include "tools/trace/trace_read.h"
 
 static fake_nccl_log_fn g_log;
 static fake_nccl_clear_fn g_clear;

@@ -4,12 +4,12 @@
  * own choice of view) against the raw NCCL call on the plain communicator (the memory is not
  * registered on it), the buffer one and the window one, and the own kernels, alternately,
  * fastest of --reps. --tune FILE writes the fastest mode per size as a tuning table.
- * tools/check_buffer_targets.py reads these tables: keep their lines as they are. */
+ * tools/gpu/check_buffer_targets.py reads these tables: keep their lines as they are. */
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 
 typedef struct {
     int id;

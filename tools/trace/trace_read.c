@@ -1,6 +1,6 @@
 /* Reading flight recorder dumps (JSON lines, docs/flight_recorder.md) with jansson: one file,
  * or every dump of a directory; and printing what they hold, escaped. */
-#include "tools/trace_read.h"
+#include "tools/trace/trace_read.h"
 
 #include <dirent.h>
 #include <errno.h>

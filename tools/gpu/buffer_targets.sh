@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issues 17 and 29's measurements on one host, from a bundle of tools/make_gpu_bundle.sh (where it
+# Issues 17 and 29's measurements on one host, from a bundle of tools/gpu/make_gpu_bundle.sh (where it
 # is buffer_targets.sh): hidet-nccl-bench --modes, the library on its memory against raw NCCL
 # plain, registered and window (and, for all_reduce, the library's own kernels), 8 B .. 4 GiB;
-# then tools/check_buffer_targets.py on the tables.
+# then tools/gpu/check_buffer_targets.py on the tables.
 #   buffer_targets.sh [NGPUS [RUN...]]     RUN: all_reduce_float32 ... reduce_scatter_bfloat16, own
 # With TUNE=1 each run first measures a table (--tune) and the library then runs with it
 # (HIDET_NCCL_TUNE_FILE); else with the table built in; MAX_BYTES (4G) the largest size.

@@ -2,7 +2,7 @@
 # The GPU checks that need two ranks, as two fake nodes sharing one GPU (own NCCL_HOSTID, P2P and
 # SHM off, NET/Socket over lo): for a 1-GPU machine, where run.sh 1 cannot run them (a 1-GPU
 # machine proves correctness this way, never NVLink speed). Ends with "N passed, N failed".
-#   fake_nodes.sh            in a bundle made by tools/make_gpu_bundle.sh; logs in $LOG_DIR (./gpu_logs)
+#   fake_nodes.sh            in a bundle made by tools/gpu/make_gpu_bundle.sh; logs in $LOG_DIR (./gpu_logs)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$here/bin

@@ -5,7 +5,7 @@ file or several): per collective, dtype and size, the library against the fastes
 column, which names a registered mode only if it beats plain by 5%) and against raw plain
 (lib/plain).
 
-    tools/check_buffer_targets.py OUTPUT... [--own] [--min-best 0.98] [--min-plain 0.99] [--mid 1.3]
+    tools/gpu/check_buffer_targets.py OUTPUT... [--own] [--min-best 0.98] [--min-plain 0.99] [--mid 1.3]
                                             [--max-8b-us 3.5] [--max-8b-graph-us 2.5]
 
 Issue 17's targets (the default): library >= 0.98 x the best raw mode at every size, >= 0.99 x raw

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU suite of a bundle made by tools/make_gpu_bundle.sh, through both bootstraps.
+# The GPU suite of a bundle made by tools/gpu/make_gpu_bundle.sh, through both bootstraps.
 #   run.sh [NGPUS [TEST...]]   (default: every visible GPU, every test)   logs: $LOG_DIR (./gpu_logs)
 # Ends with "N passed, N failed". Needs the NVIDIA driver, NCCL and Open MPI's mpirun.
 set -u

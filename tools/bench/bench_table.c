@@ -6,7 +6,7 @@
  * down to whole 16 bytes, and their row's size is count x ranks x element. */
 #include <string.h>
 
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 #include "tools/support/reference.h"
 
 /* Device buffers of the largest size, and the host ones of the checks (input, expected, got). */

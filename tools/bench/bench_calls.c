@@ -1,7 +1,7 @@
 /* hidet-nccl-bench's collectives: what the table knows of each (nccl-tests' sizes and busbw
  * factors, in src/<collective>.cu there), one call through the library or straight to the
  * NCCL the library loaded, and their timing. */
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 
 const coll_info_t bench_colls[COLL_COUNT] = {
     [COLL_ALL_REDUCE] = {.name = "all_reduce", .lib_call = "hidet_nccl_all_reduce", .raw_call = "ncclAllReduce",

@@ -2,7 +2,7 @@
 # Builds every GPU test, example and the benchmark here (a machine without a GPU is fine:
 # HPC sites build on login nodes) and copies them, with run.sh, into one self-contained
 # folder for a GPU node that has the NVIDIA driver, NCCL and Open MPI but no Bazel:
-#   tools/make_gpu_bundle.sh [DIR]      (default: gpu_bundle)
+#   tools/gpu/make_gpu_bundle.sh [DIR]      (default: gpu_bundle)
 #   DIR/run.sh                          on the GPU node; ends with "N passed, N failed"
 #   DIR/two_nodes.sh                    two fake nodes on one 2-GPU host (NET/Socket), every bootstrap
 #   DIR/fake_nodes.sh                   on a 1-GPU host: the checks that need two ranks, as two fake nodes
@@ -27,13 +27,13 @@ targets=(
     //examples:mpi_all_reduce
     //examples:file_all_reduce
     //examples:cg_solve
-    //tools:hidet-nccl-run
-    //tools:hidet-nccl-trace
-    //tools:hidet-nccl-bench
-    //tools:collective_overhead_bench
-    //tools:host_cost_probe
+    //tools/run:hidet-nccl-run
+    //tools/trace:hidet-nccl-trace
+    //tools/bench:hidet-nccl-bench
+    //tools/dev:collective_overhead_bench
+    //tools/dev:host_cost_probe
     //tools/support:libfake_nccl.so
-    //tools:bootstrap_cost_bench
+    //tools/dev:bootstrap_cost_bench
     //:libhidet_nccl.so
     //:libhidet_nccl_mpi.so
     //:hidet_nccl
@@ -52,7 +52,7 @@ cp -r bindings/python/hidet_nccl "$dest/python/"
 mkdir -p "$dest/python/hidet_nccl/lib"
 cp bazel-bin/libhidet_nccl.so "$dest/python/hidet_nccl/lib/libhidet_nccl.so.0"
 cp bazel-bin/libhidet_nccl_mpi.so "$dest/python/hidet_nccl/lib/libhidet_nccl_mpi.so.0"
-cp tests/python/torch_gpu_test.py tools/torch_compare_bench.py "$dest/python/"
+cp tests/python/torch_gpu_test.py tools/dev/torch_compare_bench.py "$dest/python/"
 # The Fortran examples (gfortran / mpifort; the module is compiled with them).
 fdir=$(mktemp -d)
 (cd "$fdir" && gfortran -c "$OLDPWD/bindings/fortran/hidet_nccl.f90" "$OLDPWD/examples/fortran/cuda_runtime.f90" \
@@ -67,14 +67,14 @@ fdir=$(mktemp -d)
         "$OLDPWD/bazel-bin/libhidet_nccl.a" -L/usr/local/cuda/lib64 -lcudart_static -ldl -lpthread -lrt -lz -lm)
 cp "$fdir/fortran_all_reduce" "$fdir/fortran_mpi_all_reduce" "$fdir/fortran_cg_solve" "$dest/bin/"
 rm -rf "$fdir"
-cp tools/gpu_bundle_run.sh "$dest/run.sh"
+cp tools/gpu/bundle_run.sh "$dest/run.sh"
 cp tests/gpu/peer_death.sh "$dest/peer_death.sh"
 cp tests/gpu/recover.sh "$dest/recover.sh"
 cp tests/gpu/own_fake_nodes.sh "$dest/own_fake_nodes.sh"
 cp tests/gpu/mem_table.sh "$dest/mem_table.sh"
-cp tools/gpu_two_nodes.sh "$dest/two_nodes.sh"
-cp tools/gpu_fake_nodes.sh "$dest/fake_nodes.sh"
-cp tools/gpu_buffer_targets.sh "$dest/buffer_targets.sh"
-cp tools/check_buffer_targets.py "$dest/"
+cp tools/gpu/two_nodes.sh "$dest/two_nodes.sh"
+cp tools/gpu/fake_nodes.sh "$dest/fake_nodes.sh"
+cp tools/gpu/buffer_targets.sh "$dest/buffer_targets.sh"
+cp tools/gpu/check_buffer_targets.py "$dest/"
 chmod +x "$dest/run.sh" "$dest/peer_death.sh" "$dest/two_nodes.sh" "$dest/fake_nodes.sh" "$dest/buffer_targets.sh"
 echo "bundle in $dest: $(ls "$dest/bin" | tr '\n' ' ')"

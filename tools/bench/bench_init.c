@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "hidet_nccl/bootstrap.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 
 enum { PATHS = 6, RAW_PATHS = 4, FILE_PATH = 4, ENV_PATH = 5, MAX_REPS = 16 };
 

@@ -8,14 +8,14 @@
  *   mpirun -np 2 hidet-nccl-bench ...       (the library's PMIx bootstrap; no MPI linked)
  *   hidet-nccl-bench --help                 every option
  *
- * The parts are in tools/bench_*.c (tools/bench.h); this file starts the communicator and holds
+ * The parts are in tools/bench_*.c (tools/bench/bench.h); this file starts the communicator and holds
  * the ranks' meeting points: a barrier, a value over the ranks and rank 0's bytes to every rank,
  * all through the library's own communicator. */
 #include <string.h>
 #include <time.h>
 
 #include "hidet_nccl/bootstrap.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 
 bench_options_t opt = {
     .min_bytes = 8,

@@ -2,7 +2,7 @@
 """Plots the cost of id distribution against ranks, one line per bootstrap, from
 bootstrap_cost_bench output, as SVG (log-log).
 
-    tools/plot_cost.py docs/data/cost_2core.txt docs/cost_2core.svg
+    tools/dev/plot_cost.py docs/data/cost_2core.txt docs/cost_2core.svg
 
 Standard library only (no matplotlib), so it runs wherever python3 does.
 """

@@ -5,7 +5,7 @@
 # program without MPI), the shared-file bootstrap and the socket rendezvous (two hidet-nccl-run
 # invocations, one per node), and scalable init (every rank a root). On a 1-GPU host both fake
 # nodes share the GPU (told apart by NCCL_HOSTID, as NCCL does).
-#   two_nodes.sh            in a bundle made by tools/make_gpu_bundle.sh; logs in $LOG_DIR (./gpu_logs)
+#   two_nodes.sh            in a bundle made by tools/gpu/make_gpu_bundle.sh; logs in $LOG_DIR (./gpu_logs)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$here/bin

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Plots busbw against size, library and raw NCCL, from hidet-nccl-bench output, as SVG.
 
-    tools/plot_bench.py docs/data/bench_2xh200_mpi.txt docs/busbw_2xh200.svg
-    tools/plot_bench.py --modes docs/data/buffers_2xh200.txt docs/buffers_2xh200.svg   (-m output: the library
+    tools/bench/plot_bench.py docs/data/bench_2xh200_mpi.txt docs/busbw_2xh200.svg
+    tools/bench/plot_bench.py --modes docs/data/buffers_2xh200.txt docs/buffers_2xh200.svg   (-m output: the library
         on its memory against raw plain, registered and window; the first table of the file)
-    tools/plot_bench.py [--title TEXT] [--modes] [--collective NAME] INPUT OUTPUT.svg   (default title: the
+    tools/bench/plot_bench.py [--title TEXT] [--modes] [--collective NAME] INPUT OUTPUT.svg   (default title: the
         input's header; default collective: all_reduce's table, else the first of `-c all` output)
 
 Standard library only (no matplotlib), so it runs wherever python3 does.

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/base/number.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 
 #define MAX_SIZE_G 1024 /* sizes up to 1024G: beyond any GPU's memory */
 

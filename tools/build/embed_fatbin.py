@@ -17,7 +17,7 @@ def main(argv):
     sym = argv[2]
     rows = (",".join(str(b) for b in data[i:i + 32]) for i in range(0, len(data), 32))
     with open(argv[3], "w") as out:
-        out.write(f"/* Generated from {argv[1]} by tools/embed_fatbin.py: do not edit. */\n")
+        out.write(f"/* Generated from {argv[1]} by tools/build/embed_fatbin.py: do not edit. */\n")
         out.write("#include <stddef.h>\n\n")
         out.write(f"extern const unsigned char {sym}[];\nextern const size_t {sym}_size;\n")
         out.write(f"__attribute__((aligned(64))) const unsigned char {sym}[] = {{\n")

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/trace_read.h"
+#include "tools/trace/trace_read.h"
 
 #define TAIL 3          /* operations shown per rank in the detail */
 #define MAX_LISTED 1024 /* ranks a verdict names; the others are counted */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/trace_read.h"
+#include "tools/trace/trace_read.h"
 
 #define USAGE_ERROR 2
 
