@@ -9,7 +9,7 @@
 #   DIR/buffer_targets.sh               library memory against raw NCCL's three modes, checked (issue 17)
 #   DIR/recover.sh DIR/bin file|socket  survivors of dead ranks go on (hidet_nccl_comm_recover), fake nodes
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 dest=${1:-gpu_bundle}
 targets=(
     //tests:all_reduce_gpu_test
@@ -32,6 +32,7 @@ targets=(
     //tools/bench:hidet-nccl-bench
     //tools/dev:collective_overhead_bench
     //tools/dev:host_cost_probe
+    //tools/dev:coll_cost_probe
     //tools/support:libfake_nccl.so
     //tools/dev:bootstrap_cost_bench
     //:libhidet_nccl.so
