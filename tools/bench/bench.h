@@ -1,8 +1,15 @@
-/* hidet-nccl-bench in parts: its options (bench_options.c); the communicator and the ranks'
- * meeting points (hidet_nccl_bench.c); the collectives, library and raw, timed (bench_calls.c);
- * their nccl-tests table (bench_table.c); library memory against raw NCCL's modes
- * (bench_modes.c); the time to a ready communicator (bench_init.c). No MPI: the ranks meet
- * through hidet_nccl_init and, after it, through the library's own communicator. */
+/* hidet-nccl-bench in parts, lowest first: each uses only the parts before it (no circle:
+ * tests/layers checks it).
+ *   bench_common.c   the options' values, the clock and the ranks' meeting points on the
+ *                    library's communicator (every part uses it)
+ *   bench_calls.c    the collectives, library and raw, timed
+ *   bench_options.c  the command line, into the options
+ *   bench_table.c    every collective in nccl-tests' table
+ *   bench_modes.c    library memory against raw NCCL's modes
+ *   bench_init.c     the time to a ready communicator
+ *   hidet_nccl_bench.c  main and what only main uses: the communicator, the header
+ * No MPI: the ranks meet through hidet_nccl_init and, after it, through the library's own
+ * communicator. */
 #ifndef HIDET_NCCL_TOOLS_BENCH_H_
 #define HIDET_NCCL_TOOLS_BENCH_H_
 
@@ -69,6 +76,7 @@ typedef struct {
     int rank, nranks;
 } bench_options_t;
 
+/* bench_common.c: the defaults; bench_options.c: the command line's values. */
 extern bench_options_t opt;
 
 #define DIE(...)                                           \
@@ -113,7 +121,10 @@ typedef struct {
  * is touched. */
 void bench_parse_options(int argc, char **argv);
 
-/* hidet_nccl_bench.c: the ranks' meeting points, on the library's communicator. */
+/* bench_common.c: the clock, and the ranks' meeting points on the library's communicator id
+ * (bench_meet_on: from then on; bench_meet_end: its device scratch freed). */
+void bench_meet_on(int id);
+void bench_meet_end(void);
 double bench_now(void);
 double bench_over_ranks(double v, hidet_nccl_op_t op); /* SUM, MIN or MAX of v over the ranks */
 double bench_time_over_ranks(double seconds);          /* -a's value of a time */
