@@ -1,6 +1,6 @@
-/* Internal: what one shared-file bootstrap keeps. file_bootstrap.c makes it and runs its rounds;
- * file_recover.c renumbers it after a recovery round; file_peers.c keeps what it knows of every
- * rank's process. */
+/* Internal: what one shared-file bootstrap keeps. file_bootstrap.c makes it; file_root.c and
+ * file_reader.c run its rounds; file_recover.c renumbers it after a recovery round; file_peers.c
+ * keeps what it knows of every rank's process. */
 #ifndef HIDET_NCCL_BOOTSTRAP_FILE_FILE_STATE_INT_H_
 #define HIDET_NCCL_BOOTSTRAP_FILE_FILE_STATE_INT_H_
 
