@@ -1,6 +1,7 @@
 /* Reading flight recorder dumps (tools/trace/trace_read.c) and saying where the ranks diverged
- * (tools/trace/trace_report.c), for hidet-nccl-trace and its fuzz target. A dump is untrusted
- * input: every line is parsed by jansson, every field checked, every size bounded. */
+ * (tools/trace/: trace_group.c groups them, trace_judge.c judges, trace_report.c prints), for
+ * hidet-nccl-trace and its fuzz target. A dump is untrusted input: every line is parsed by
+ * jansson, every field checked, every size bounded. */
 #ifndef HIDET_NCCL_TOOLS_TRACE_READ_H_
 #define HIDET_NCCL_TOOLS_TRACE_READ_H_
 

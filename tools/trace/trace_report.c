@@ -1,104 +1,28 @@
-/* Where the ranks diverged: the dumps of one communicator (same key) from every rank, seq by
- * seq. One judge (tr_analyze) fills a verdict per communicator, and one for ranks chosen by
- * --ranks that left no dump: what was found, at which seq, on which ranks, about which field.
- * Two printers say the same verdicts: text (tr_print_text) and JSON (tr_print_json). The
- * verdict, most telling first: two ranks that disagree about an operation, a rank behind the
- * others, a rank with no dump, work not completed; then each rank's last operations. */
+/* Saying the verdicts (tools/trace/trace_judge.c) two ways: text (tr_print_text: the verdict in
+ * one line, then each communicator's detail, each rank's last operations) and JSON
+ * (tr_print_json), from one judgement, so that the two say the same. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/trace/trace_read.h"
+#include "tools/trace/trace_judge_int.h"
 
-#define TAIL 3          /* operations shown per rank in the detail */
-#define MAX_LISTED 1024 /* ranks a verdict names; the others are counted */
+#define TAIL 3 /* operations shown per rank in the detail */
 
-typedef struct {
-    const tr_dump_t *dump;
-    const tr_comm_t *comm;
-} member_t;
-
-typedef struct {
-    char key[9];
-    int id; /* for key 00000000 (unknown): the id, the best guess of one communicator */
-    int nranks;
-    member_t *m;
-    size_t n;
-} group_t;
-
-enum { V_NONE, V_INCOMPLETE, V_MISSING, V_BEHIND, V_DISAGREE }; /* worse is larger */
+/* The verdicts' kinds (TR_V_*, in their order) as the JSON names them. */
 static const char *const k_kind[] = {"consistent", "not_completed", "missing_dump", "behind", "divergence"};
 
-/* What the judge found on one communicator (or, g NULL, of the ranks --ranks chose). */
-typedef struct {
-    int kind;
-    const group_t *g;
-    int has_seq;
-    uint64_t seq;          /* divergence: where; behind: where the rank behind stopped; missing: where
-                            * the others are; not completed, consistent: the last operation */
-    int rank[2];           /* divergence: the two ranks; behind: the rank behind, the rank ahead */
-    const tr_op_t *op[2];  /* divergence: theirs at seq; behind: their last (NULL: none recorded) */
-    const char *field;     /* divergence: the first field they disagree on */
-    uint64_t ahead_seq;    /* behind: the seq the rank ahead is at */
-    const tr_op_t *last;   /* not completed, consistent: the operation at seq (NULL: none) */
-    int *list;             /* missing: the ranks with no dump; not completed: where not completed */
-    size_t nlist;
-    uint64_t more;         /* missing: ranks past MAX_LISTED, counted, not in list */
-} verdict_t;
-
-struct tr_analysis {
-    const tr_set_t *set;
-    const tr_ranks_t *listed; /* --ranks, or NULL */
-    const char *comm;         /* --comm, or NULL */
-    group_t *g;
-    size_t ng;
-    verdict_t *v;     /* one per group */
-    verdict_t absent; /* ranks --ranks chose that left no dump: V_MISSING, else V_NONE */
-    verdict_t empty;  /* no communicator */
-    const verdict_t *worst;
-};
-
-/* ------------------------------------------------------------------------ operations */
-
-static const tr_op_t *at_seq(const tr_comm_t *c, uint64_t seq) {
-    size_t lo = 0, hi = c->nops;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->ops[mid].seq < seq) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo < c->nops && c->ops[lo].seq == seq ? &c->ops[lo] : NULL;
-}
-
-static int rooted(const char *coll) {
-    return !strcmp(coll, "broadcast") || !strcmp(coll, "reduce") || !strcmp(coll, "gather") ||
-           !strcmp(coll, "scatter");
-}
-static int p2p(const char *coll) { return !strcmp(coll, "send") || !strcmp(coll, "recv"); }
+/* ------------------------------------------------------------------- the text printer */
 
 static void describe(const tr_op_t *o, char *out, size_t size) {
     char extra[48] = "";
     if (strcmp(o->op, "-") != 0) snprintf(extra, sizeof extra, " %s", o->op);
-    if (rooted(o->coll)) snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " root %d", o->peer);
-    if (p2p(o->coll)) snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " peer %d", o->peer);
+    if (tr_rooted(o->coll)) snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " root %d", o->peer);
+    if (tr_p2p(o->coll)) snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " peer %d", o->peer);
     const char *st = !strcmp(o->state, "pending") ? "not completed" : o->state;
     snprintf(out, size, "%s %s x%" PRIu64 "%s (%s%s%s%s)", o->coll, o->dtype, o->count, extra, st,
              o->tag[0] ? ", tag '" : "", o->tag, o->tag[0] ? "'" : "");
-}
-
-static int rank_of(const member_t *m) { return m->comm->rank >= 0 ? m->comm->rank : m->dump->rank; }
-
-/* The first field two operations at one seq disagree on, or NULL. */
-static const char *differ(const tr_op_t *a, const tr_op_t *b) {
-    if (p2p(a->coll) && p2p(b->coll)) return NULL; /* a send meets the peer's recv */
-    if (strcmp(a->coll, b->coll)) return "collective";
-    if (strcmp(a->dtype, b->dtype)) return "dtype";
-    if (a->count != b->count) return "count";
-    if (strcmp(a->op, b->op)) return "op";
-    if (rooted(a->coll) && a->peer != b->peer) return "root";
-    if (a->tag[0] && b->tag[0] && strcmp(a->tag, b->tag)) return "tag";
-    return NULL;
 }
 
 /* A field of o as the text says it. */
@@ -111,291 +35,8 @@ static void field_text(const tr_op_t *o, const char *field, char *out, size_t si
     else snprintf(out, size, "'%s'", o->tag);
 }
 
-/* ----------------------------------------------------------------------------- judge */
-
-/* The seqs every rank still holds, [*lo, *hi]; 0 if a rank holds none. */
-static int common_seqs(const group_t *g, uint64_t *lo, uint64_t *hi) {
-    *lo = 0, *hi = UINT64_MAX;
-    for (size_t i = 0; i < g->n; i++) {
-        const tr_comm_t *c = g->m[i].comm;
-        if (c->nops == 0) return 0;
-        if (c->ops[0].seq > *lo) *lo = c->ops[0].seq;
-        if (c->ops[c->nops - 1].seq < *hi) *hi = c->ops[c->nops - 1].seq;
-    }
-    return 1;
-}
-
-/* Two ranks that disagree about seq s, into v: 1; else 0. */
-static int disagree_at(const group_t *g, uint64_t s, verdict_t *v) {
-    const tr_op_t *first = NULL;
-    size_t first_i = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        const tr_op_t *o = at_seq(g->m[i].comm, s);
-        if (o == NULL) continue; /* torn while dumped */
-        if (first == NULL) {
-            first = o, first_i = i;
-            continue;
-        }
-        const char *field = differ(first, o);
-        if (field == NULL) continue;
-        v->kind = V_DISAGREE;
-        v->has_seq = 1, v->seq = s;
-        v->field = field;
-        v->rank[0] = rank_of(&g->m[first_i]), v->rank[1] = rank_of(&g->m[i]);
-        v->op[0] = first, v->op[1] = o;
-        return 1;
-    }
-    return 0;
-}
-
-/* Disagreement within the seqs every rank still holds, into v: 1; else 0. */
-static int find_disagreement(const group_t *g, verdict_t *v) {
-    uint64_t lo, hi;
-    if (!common_seqs(g, &lo, &hi) || g->n < 2) return 0;
-    const tr_comm_t *shortest = g->m[0].comm; /* walk its seqs: a hostile dump's gaps cost nothing */
-    for (size_t i = 1; i < g->n; i++)
-        if (g->m[i].comm->nops < shortest->nops) shortest = g->m[i].comm;
-    for (size_t k = 0; k < shortest->nops; k++) {
-        uint64_t s = shortest->ops[k].seq;
-        if (s >= lo && s <= hi && disagree_at(g, s, v)) return 1;
-    }
-    return 0;
-}
-
-/* The ranks whose next seq is lowest (*lo_i, the first such) and highest (*hi_i). */
-static void seq_extremes(const group_t *g, size_t *lo_i, size_t *hi_i) {
-    *lo_i = 0, *hi_i = 0;
-    for (size_t i = 1; i < g->n; i++) {
-        if (g->m[i].comm->next_seq < g->m[*lo_i].comm->next_seq) *lo_i = i;
-        if (g->m[i].comm->next_seq > g->m[*hi_i].comm->next_seq) *hi_i = i;
-    }
-}
-
-static int compare_int(const void *a, const void *b) {
-    int x = *(const int *)a, y = *(const int *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* have (n ranks, sorted in place and made distinct): its new length. */
-static size_t distinct(int *have, size_t n) {
-    if (n > 1) qsort(have, n, sizeof *have, compare_int);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (k == 0 || have[i] != have[k - 1]) have[k++] = have[i];
-    return k;
-}
-
-/* The ranks of want that have (sorted, distinct) lacks, into v->list (at most MAX_LISTED, the
- * others counted in v->more): how many in all; 0 with no list when none (or out of memory). */
-static uint64_t absent_ranks(const tr_range_t *want, size_t nwant, const int *have, size_t nhave, verdict_t *v) {
-    uint64_t total = 0;
-    for (size_t w = 0, j = 0; w < nwant; w++) { /* want is sorted, its ranges apart */
-        total += (uint64_t)want[w].hi - (uint64_t)want[w].lo + 1;
-        while (j < nhave && have[j] < want[w].lo) j++;
-        for (; j < nhave && have[j] <= want[w].hi; j++) total--;
-    }
-    if (total == 0 || (v->list = malloc((total < MAX_LISTED ? total : MAX_LISTED) * sizeof *v->list)) == NULL)
-        return 0;
-    size_t j = 0;
-    for (size_t w = 0; w < nwant && v->nlist < MAX_LISTED; w++)
-        for (long long r = want[w].lo; r <= want[w].hi && v->nlist < MAX_LISTED; r++) {
-            while (j < nhave && have[j] < r) j++;
-            if (j < nhave && have[j] == r) continue;
-            v->list[v->nlist++] = (int)r;
-        }
-    v->more = total - v->nlist;
-    return total;
-}
-
-/* The group's ranks (0 .. nranks-1) with no dump, into v: 1 if there are any. */
-static int find_missing(const group_t *g, verdict_t *v) {
-    int *have = malloc(g->n * sizeof *have);
-    if (have == NULL) return 0;
-    size_t n = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        int r = rank_of(&g->m[i]);
-        if (r >= 0 && r < g->nranks) have[n++] = r;
-    }
-    n = distinct(have, n);
-    tr_range_t all = {0, g->nranks - 1};
-    uint64_t absent = absent_ranks(&all, 1, have, n, v);
-    free(have);
-    if (absent > 0) v->kind = V_MISSING;
-    return absent > 0;
-}
-
-/* Every rank at one seq: whether its last operation completed everywhere, into v. */
-static void judge_last(const group_t *g, const tr_comm_t *ahead, verdict_t *v) {
-    if (ahead->nops == 0) return; /* consistent, nothing recorded */
-    const tr_op_t *last = &ahead->ops[ahead->nops - 1];
-    v->has_seq = 1, v->seq = last->seq, v->last = last;
-    for (size_t i = 0; i < g->n; i++) {
-        const tr_op_t *o = at_seq(g->m[i].comm, last->seq);
-        if (o == NULL || strcmp(o->state, "pending")) continue;
-        if (v->list == NULL && (v->list = malloc(g->n * sizeof *v->list)) == NULL) return;
-        v->list[v->nlist++] = rank_of(&g->m[i]);
-    }
-    if (v->nlist > 0) v->kind = V_INCOMPLETE;
-}
-
-/* The group's verdict into v. With ranks chosen (listed), the ranks not chosen are not missing:
- * a chosen rank with no dump is said once, for all communicators (the analysis' absent). */
-static void judge(const group_t *g, int listed, verdict_t *v) {
-    memset(v, 0, sizeof *v);
-    v->g = g;
-    if (find_disagreement(g, v)) return;
-    size_t lo_i, hi_i;
-    seq_extremes(g, &lo_i, &hi_i);
-    const tr_comm_t *behind = g->m[lo_i].comm, *ahead = g->m[hi_i].comm;
-    if (behind->next_seq < ahead->next_seq) {
-        v->kind = V_BEHIND;
-        v->rank[0] = rank_of(&g->m[lo_i]), v->rank[1] = rank_of(&g->m[hi_i]);
-        v->op[0] = behind->nops ? &behind->ops[behind->nops - 1] : NULL;
-        v->op[1] = ahead->nops ? &ahead->ops[ahead->nops - 1] : NULL;
-        v->has_seq = v->op[0] != NULL;
-        v->seq = v->op[0] ? v->op[0]->seq : 0;
-        v->ahead_seq = ahead->next_seq - 1;
-        return;
-    }
-    if (!listed && g->nranks > 0 && g->n < (size_t)g->nranks && find_missing(g, v)) {
-        v->has_seq = ahead->next_seq > 0;
-        v->seq = ahead->next_seq ? ahead->next_seq - 1 : 0;
-        return;
-    }
-    judge_last(g, ahead, v);
-}
-
-/* The ranks --ranks chose that have no dump in set, into v. */
-static void judge_absent(const tr_set_t *set, const tr_ranks_t *listed, verdict_t *v) {
-    memset(v, 0, sizeof *v);
-    int *have = malloc((set->ndumps ? set->ndumps : 1) * sizeof *have);
-    if (have == NULL) return;
-    size_t n = 0;
-    for (size_t d = 0; d < set->ndumps; d++)
-        if (set->dumps[d].rank >= 0) have[n++] = set->dumps[d].rank;
-    n = distinct(have, n);
-    if (absent_ranks(listed->r, listed->n, have, n, v) > 0) v->kind = V_MISSING;
-    free(have);
-}
-
-/* One communicator of one dump, in the order read (idx), for grouping by sort. */
-typedef struct {
-    size_t idx;
-    member_t m;
-} entry_t;
-
-/* A group, the place of its first member as read (groups are reported in that order), and
- * where its members start among the sorted entries. */
-typedef struct {
-    size_t first, start;
-    group_t g;
-} run_t;
-
-static int unknown_key(const char *key) { return !strcmp(key, "00000000"); }
-
-/* By key (unknown keys by id), then as read: a group's members in order, its first one first. */
-static int compare_entries(const void *a, const void *b) {
-    const entry_t *x = a, *y = b;
-    int c = strcmp(x->m.comm->key, y->m.comm->key);
-    if (c != 0) return c;
-    if (unknown_key(x->m.comm->key) && x->m.comm->id != y->m.comm->id) return x->m.comm->id < y->m.comm->id ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-static int compare_runs(const void *a, const void *b) {
-    const run_t *x = a, *y = b;
-    return x->first < y->first ? -1 : x->first > y->first;
-}
-
-/* The communicators of every dump (only those keyed comm, if given), grouped by key (unknown
- * keys by id), in the order their first members were read: one sort, so that many dumps of
- * many communicators stay fast. */
-static group_t *group_all(const tr_set_t *set, const char *comm, size_t *ngroups) {
-    size_t total = 0, n = 0, ne = 0;
-    for (size_t d = 0; d < set->ndumps; d++) total += set->dumps[d].ncomms;
-    entry_t *e = malloc((total ? total : 1) * sizeof *e);
-    run_t *runs = calloc(total ? total : 1, sizeof *runs);
-    group_t *g = calloc(total ? total : 1, sizeof *g);
-    *ngroups = 0;
-    if (e == NULL || runs == NULL || g == NULL) { /* out of memory: no group to report on */
-        free(e);
-        free(runs);
-        free(g);
-        return NULL;
-    }
-    for (size_t d = 0; d < set->ndumps; d++)
-        for (size_t c = 0; c < set->dumps[d].ncomms; c++) {
-            const tr_comm_t *cm = &set->dumps[d].comms[c];
-            if (comm != NULL && strcmp(cm->key, comm) != 0) continue;
-            e[ne] = (entry_t){ne, {&set->dumps[d], cm}};
-            ne++;
-        }
-    qsort(e, ne, sizeof *e, compare_entries);
-    for (size_t i = 0; i < ne; i++) {
-        const tr_comm_t *cm = e[i].m.comm;
-        group_t *last = n ? &runs[n - 1].g : NULL;
-        if (last == NULL || strcmp(last->key, cm->key) != 0 || (unknown_key(cm->key) && last->id != cm->id)) {
-            runs[n].first = e[i].idx;
-            runs[n].start = i;
-            memcpy(runs[n].g.key, cm->key, sizeof runs[n].g.key);
-            runs[n].g.id = cm->id;
-            last = &runs[n++].g;
-        }
-        last->n++;
-        if (cm->nranks > last->nranks) last->nranks = cm->nranks;
-    }
-    qsort(runs, n, sizeof *runs, compare_runs);
-    size_t kept = 0;
-    for (size_t k = 0; k < n; k++) { /* each group its own array of members, as the report frees them */
-        member_t *m = malloc(runs[k].g.n * sizeof *m);
-        if (m == NULL) continue; /* out of memory: this group left out */
-        for (size_t i = 0; i < runs[k].g.n; i++) m[i] = e[runs[k].start + i].m;
-        g[kept] = runs[k].g;
-        g[kept++].m = m;
-    }
-    free(runs);
-    free(e);
-    *ngroups = kept;
-    return g;
-}
-
-tr_analysis_t *tr_analyze(const tr_set_t *set, const tr_ranks_t *listed, const char *comm) {
-    tr_analysis_t *a = calloc(1, sizeof *a);
-    if (a == NULL) return NULL;
-    a->set = set, a->listed = listed, a->comm = comm;
-    a->g = group_all(set, comm, &a->ng);
-    if (a->ng > 0 && (a->v = calloc(a->ng, sizeof *a->v)) == NULL) {
-        tr_analysis_free(a);
-        return NULL;
-    }
-    a->worst = &a->empty; /* no communicator: consistent */
-    for (size_t i = 0; i < a->ng; i++) {
-        judge(&a->g[i], listed != NULL, &a->v[i]);
-        if (i == 0 || a->v[i].kind > a->worst->kind) a->worst = &a->v[i];
-    }
-    if (listed != NULL) judge_absent(set, listed, &a->absent);
-    if (a->absent.kind > a->worst->kind) a->worst = &a->absent;
-    return a;
-}
-
-int tr_analysis_bad(const tr_analysis_t *a) { return a->worst->kind != V_NONE; }
-
-void tr_analysis_free(tr_analysis_t *a) {
-    if (a == NULL) return;
-    for (size_t i = 0; i < a->ng; i++) {
-        free(a->g[i].m);
-        if (a->v) free(a->v[i].list);
-    }
-    free(a->absent.list);
-    free(a->g);
-    free(a->v);
-    free(a);
-}
-
-/* ------------------------------------------------------------------- the text printer */
-
 /* v's ranks, "1,3,7", into out: as many as fit, then how many in all. */
-static void ranks_text(const verdict_t *v, char *out, size_t size) {
+static void ranks_text(const tr_verdict_t *v, char *out, size_t size) {
     size_t k = 0;
     out[0] = '\0';
     for (; k < v->nlist && strlen(out) < 112; k++)
@@ -405,18 +46,18 @@ static void ranks_text(const verdict_t *v, char *out, size_t size) {
 }
 
 /* The verdict as one line. */
-static void verdict_text(const tr_analysis_t *a, const verdict_t *v, char *line, size_t size) {
-    const group_t *g = v->g;
+static void verdict_text(const tr_analysis_t *a, const tr_verdict_t *v, char *line, size_t size) {
+    const tr_group_t *g = v->g;
     char x[160], y[160], ranks[192];
     ranks_text(v, ranks, sizeof ranks);
     switch (v->kind) {
-    case V_DISAGREE:
+    case TR_V_DISAGREE:
         field_text(v->op[0], v->field, x, sizeof x);
         field_text(v->op[1], v->field, y, sizeof y);
         snprintf(line, size, "ranks disagree at seq %" PRIu64 " of communicator %s: %s %s on rank %d, %s on rank %d",
                  v->seq, g->key, v->field, x, v->rank[0], y, v->rank[1]);
         break;
-    case V_BEHIND:
+    case TR_V_BEHIND:
         if (v->op[1]) describe(v->op[1], y, sizeof y);
         if (v->op[0]) {
             describe(v->op[0], x, sizeof x);
@@ -427,14 +68,14 @@ static void verdict_text(const tr_analysis_t *a, const verdict_t *v, char *line,
                      v->rank[0], g->key, v->rank[1], v->ahead_seq, v->op[1] ? y : "");
         }
         break;
-    case V_MISSING:
+    case TR_V_MISSING:
         if (g)
             snprintf(line, size, "rank(s) %s of communicator %s left no dump (dead, or no trace directory); the %zu "
                      "others are at seq %" PRIu64, ranks, g->key, g->n, v->seq);
         else
             snprintf(line, size, "rank(s) %s chosen by --ranks left no dump (dead, or no trace directory)", ranks);
         break;
-    case V_INCOMPLETE:
+    case TR_V_INCOMPLETE:
         describe(v->last, x, sizeof x);
         snprintf(line, size, "every rank issued seq %" PRIu64 " of communicator %s, %s; not completed on rank(s) %s",
                  v->seq, g->key, x, ranks);
@@ -454,14 +95,14 @@ static void verdict_text(const tr_analysis_t *a, const verdict_t *v, char *line,
 }
 
 /* Every line through tr_say: hosts, reasons, states, tags and file names come from the dumps. */
-static void detail(const group_t *g, const char *verdict, FILE *out) {
+static void detail(const tr_group_t *g, const char *verdict, FILE *out) {
     fputc('\n', out);
     tr_say(out, "communicator %s (%d ranks, dumps of %zu): %s", g->key, g->nranks, g->n, verdict);
     if (g->n > 0 && g->m[0].comm->from[0] != '\0')
         tr_say(out, "  made by %s from communicator %s", g->m[0].comm->how, g->m[0].comm->from);
     for (size_t i = 0; i < g->n; i++) {
-        const member_t *m = &g->m[i];
-        tr_say(out, "  rank %d  %s pid %ld  id %d  %s%s%s  next seq %" PRIu64 "  (%s: %s)", rank_of(m), m->dump->host,
+        const tr_member_t *m = &g->m[i];
+        tr_say(out, "  rank %d  %s pid %ld  id %d  %s%s%s  next seq %" PRIu64 "  (%s: %s)", tr_rank_of(m), m->dump->host,
                m->dump->pid, m->comm->id, m->comm->state, m->comm->why[0] ? ": " : "", m->comm->why,
                m->comm->next_seq, m->dump->name, m->dump->reason);
         size_t from = m->comm->nops > TAIL ? m->comm->nops - TAIL : 0;
@@ -477,7 +118,7 @@ void tr_print_text(const tr_analysis_t *a, FILE *out) {
     char line[512];
     verdict_text(a, a->worst, line, sizeof line);
     tr_say(out, "%s", line);
-    if (a->absent.kind != V_NONE) {
+    if (a->absent.kind != TR_V_NONE) {
         verdict_text(a, &a->absent, line, sizeof line);
         fputc('\n', out);
         tr_say(out, "%s", line);
@@ -532,7 +173,7 @@ static json_t *field_json(const tr_op_t *o, const char *field) {
                                                        : o->tag);
 }
 
-static json_t *verdict_json(const tr_analysis_t *a, const verdict_t *v, int *bad) {
+static json_t *verdict_json(const tr_analysis_t *a, const tr_verdict_t *v, int *bad) {
     json_t *j = json_object(), *ranks = json_array();
     char line[512];
     verdict_text(a, v, line, sizeof line);
@@ -540,14 +181,14 @@ static json_t *verdict_json(const tr_analysis_t *a, const verdict_t *v, int *bad
     put(j, "text", tr_json_string(line), bad);
     put(j, "comm", v->g ? json_string(v->g->key) : json_null(), bad);
     put(j, "seq", seq_or_null(v->has_seq, v->seq), bad);
-    if (v->kind == V_DISAGREE || v->kind == V_BEHIND) {
+    if (v->kind == TR_V_DISAGREE || v->kind == TR_V_BEHIND) {
         json_t *ops = json_array();
         for (int i = 0; i < 2; i++) {
             append(ranks, json_integer(v->rank[i]), bad);
             append(ops, op_json(v->op[i], bad), bad);
         }
         put(j, "ranks", ranks, bad);
-        if (v->kind == V_DISAGREE) {
+        if (v->kind == TR_V_DISAGREE) {
             json_t *values = json_array();
             append(values, field_json(v->op[0], v->field), bad);
             append(values, field_json(v->op[1], v->field), bad);
@@ -561,14 +202,14 @@ static json_t *verdict_json(const tr_analysis_t *a, const verdict_t *v, int *bad
     }
     for (size_t i = 0; i < v->nlist; i++) append(ranks, json_integer(v->list[i]), bad);
     put(j, "ranks", ranks, bad);
-    if (v->kind == V_MISSING) put(j, "more_ranks", json_integer((json_int_t)v->more), bad);
+    if (v->kind == TR_V_MISSING) put(j, "more_ranks", json_integer((json_int_t)v->more), bad);
     else if (v->g != NULL) put(j, "op", op_json(v->last, bad), bad);
     return j;
 }
 
-static json_t *member_json(const member_t *m, int *bad) {
+static json_t *member_json(const tr_member_t *m, int *bad) {
     json_t *j = json_object(), *ops = json_array();
-    put(j, "rank", json_integer(rank_of(m)), bad);
+    put(j, "rank", json_integer(tr_rank_of(m)), bad);
     put(j, "host", tr_json_string(m->dump->host), bad);
     put(j, "pid", json_integer(m->dump->pid), bad);
     put(j, "id", json_integer(m->comm->id), bad);
@@ -620,9 +261,9 @@ int tr_print_json(const tr_analysis_t *a, int files_skipped, FILE *out) {
     put(root, "options", options, &bad);
     put(root, "dumps", json_integer((json_int_t)a->set->ndumps), &bad);
     put(root, "files_skipped", json_integer(files_skipped), &bad);
-    put(root, "missing_listed", a->absent.kind != V_NONE ? verdict_json(a, &a->absent, &bad) : json_null(), &bad);
+    put(root, "missing_listed", a->absent.kind != TR_V_NONE ? verdict_json(a, &a->absent, &bad) : json_null(), &bad);
     for (size_t i = 0; i < a->ng; i++) {
-        const group_t *g = &a->g[i];
+        const tr_group_t *g = &a->g[i];
         json_t *c = json_object(), *ranks = json_array();
         put(c, "key", json_string(g->key), &bad);
         if (!strcmp(g->key, "00000000")) put(c, "id", json_integer(g->id), &bad);
