@@ -7,10 +7,24 @@
 
 #define MESSAGE_BYTES 4096
 
-static _Thread_local char g_message[MESSAGE_BYTES];
-static _Thread_local const char *g_public_func;
-static _Thread_local int g_depth;          /* public calls under way in this thread */
-static _Thread_local size_t g_prefix_len;  /* of "hidet_nccl: <function>: " in g_message */
+static _Thread_local char g_message[MESSAGE_BYTES]; /* the message, when g_call.fresh */
+/* What every public call touches, together (one cache line): entering a call no longer writes
+ * the message itself, only that it is not fresh. */
+static _Thread_local struct {
+    const char *public_func;
+    size_t prefix_len; /* of "hidet_nccl: <function>: " in g_message */
+    int depth;         /* public calls under way in this thread */
+    int fresh;         /* g_message is this thread's last failure (else the message is "") */
+} g_call;
+
+/* The message as the caller sees it: "" unless a failure wrote it since the last public call. */
+static char *message(void) {
+    if (!g_call.fresh) {
+        g_message[0] = '\0';
+        g_call.fresh = 1;
+    }
+    return g_message;
+}
 
 static const char *const k_status_names[HIDET_NCCL_NUM_STATUS] = {
     [HIDET_NCCL_SUCCESS] = "success",
@@ -31,20 +45,20 @@ const char *hidet_nccl_status_string(hidet_nccl_status_t status) {
     return k_status_names[status];
 }
 
-const char *hidet_nccl_last_error(void) { return g_message; }
+const char *hidet_nccl_last_error(void) { return g_call.fresh ? g_message : ""; }
 
 int hidet_nccl__enter(const char *public_func) {
-    if (g_depth++ == 0) {
-        g_message[0] = '\0';
-        g_prefix_len = 0;
-        g_public_func = public_func;
+    if (g_call.depth++ == 0) {
+        g_call.fresh = 0;
+        g_call.prefix_len = 0;
+        g_call.public_func = public_func;
     }
     return 1;
 }
 
 void hidet_nccl__leave(int *entered) {
     (void)entered;
-    if (g_depth > 0 && --g_depth == 0) g_public_func = NULL; /* later internal failures name their own */
+    if (g_call.depth > 0 && --g_call.depth == 0) g_call.public_func = NULL; /* later internal failures name their own */
 }
 
 hidet_nccl_status_t hidet_nccl__say(char *msg, size_t msg_bytes, hidet_nccl_status_t st, const char *fmt, ...) {
@@ -57,11 +71,13 @@ hidet_nccl_status_t hidet_nccl__say(char *msg, size_t msg_bytes, hidet_nccl_stat
 }
 
 const char *hidet_nccl__error_detail(void) {
-    return g_prefix_len < strlen(g_message) ? g_message + g_prefix_len : g_message;
+    const char *m = message();
+    return g_call.prefix_len < strlen(m) ? m + g_call.prefix_len : m;
 }
 
 void hidet_nccl__restore_error(const char *saved) {
     if (saved != g_message) snprintf(g_message, sizeof g_message, "%s", saved);
+    g_call.fresh = 1;
 }
 
 hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *func,
@@ -71,14 +87,15 @@ hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *fun
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    int n = snprintf(g_message, sizeof g_message, "hidet_nccl: %s: ", g_public_func ? g_public_func : func);
-    g_prefix_len = n > 0 && (size_t)n < sizeof g_message ? (size_t)n : 0;
-    snprintf(g_message + g_prefix_len, sizeof g_message - g_prefix_len, "%s", detail);
+    int n = snprintf(g_message, sizeof g_message, "hidet_nccl: %s: ", g_call.public_func ? g_call.public_func : func);
+    g_call.prefix_len = n > 0 && (size_t)n < sizeof g_message ? (size_t)n : 0;
+    g_call.fresh = 1;
+    snprintf(g_message + g_call.prefix_len, sizeof g_message - g_call.prefix_len, "%s", detail);
     return status;
 }
 
 void hidet_nccl__append_error(const char *fmt, ...) {
-    size_t used = strlen(g_message);
+    size_t used = strlen(message());
     if (used + 3 >= sizeof g_message) return;
     memcpy(g_message + used, "; ", 3);
     used += 2;

@@ -23,12 +23,19 @@ hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, cudaSt
         c->nranks = slot.nranks;
         c->rank = slot.rank;
     }
+    c->asked_nranks = slot.asked_nranks;
+    c->asked_rank = slot.asked_rank;
     c->n = hidet_nccl__nccl_loaded(); /* a registered communicator implies a loaded NCCL */
     return HIDET_NCCL_SUCCESS;
 }
 
 hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
     if (c->nranks > 0 && c->rank >= 0) return HIDET_NCCL_SUCCESS; /* from the registry */
+    if (c->asked_nranks > 0 && c->asked_rank >= 0) { /* a borrowed one's, asked at an earlier call */
+        c->nranks = c->asked_nranks;
+        c->rank = c->asked_rank;
+        return HIDET_NCCL_SUCCESS;
+    }
     ncclResult_t r = c->nranks > 0 ? ncclSuccess : c->n->CommCount(c->comm, &c->nranks);
     if (r == ncclSuccess) r = c->n->CommUserRank(c->comm, &c->rank);
     if (r != ncclSuccess) {
@@ -36,6 +43,7 @@ hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
         snprintf(call, sizeof call, "ncclCommCount/ncclCommUserRank (communicator id %d)", c->id);
         return hidet_nccl__nccl_fail(c->name, call, r, c->comm);
     }
+    hidet_nccl__registry_note_asked(c->id, c->comm, c->nranks, c->rank); /* a size and rank never change */
     return HIDET_NCCL_SUCCESS;
 }
 

@@ -19,6 +19,7 @@ typedef struct {
     const hn_nccl_t *n;
     const char *name; /* "broadcast", for messages and the flight recorder */
     int nranks, rank;
+    int asked_nranks, asked_rank; /* a borrowed one's, once NCCL was asked (coll_ranks); else 0, -1 */
     cudaStream_t stream;
     int op;             /* the reduction's hidet_nccl_op_t (set by reduce_plan), or -1 */
     hn_trace_t *trace;  /* the communicator's flight recorder, or NULL */

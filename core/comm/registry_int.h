@@ -39,13 +39,19 @@ typedef struct {
     int rank;   /* -1 if unknown: a borrowed communicator */
     int failed; /* marked by hidet_nccl__registry_fail: only shrink, revoke, destroy, abort take it */
     hn_trace_t *trace; /* its flight recorder ring, or NULL (recorder off) */
+    int asked_nranks;  /* a borrowed one's size and rank once NCCL was asked (else 0, -1) */
+    int asked_rank;
 } hn_slot_t;
 /* The slot of a live id; a failed one only if accept_failed (else an error that says what
  * failed and what can still be done). A clear error for any other id. */
 hidet_nccl_status_t hidet_nccl__registry_get(int id, int accept_failed, hn_slot_t *out);
 /* As registry_get for a collective (a failed id refused): the slot's flight recorder ring
- * is made at the first call (hidet_nccl__trace_new; NULL with the recorder off). */
+ * is made at the first call (hidet_nccl__trace_new; NULL with the recorder off). Takes no lock
+ * while the registry is unchanged since this thread's last look at id. */
 hidet_nccl_status_t hidet_nccl__registry_coll(int id, hn_slot_t *out);
+/* A borrowed communicator's size and rank as NCCL told them, kept so that later collectives
+ * do not ask again (if id still holds comm). */
+void hidet_nccl__registry_note_asked(int id, ncclComm_t comm, int nranks, int rank);
 /* The communicator of a live id that has not failed, whether the library owns it, and its
  * number of ranks (0 if unknown); owned and nranks may be NULL. */
 hidet_nccl_status_t hidet_nccl__registry_lookup(int id, ncclComm_t *comm, int *owned, int *nranks);

@@ -1,6 +1,7 @@
 /* The flight recorder's ring: each communicator's last operations, recorded without a lock
  * or an allocation; the calling thread's tag (hidet_nccl_set_tag); communicator keys. */
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +12,8 @@
 #include "core/trace/trace_ring_int.h"
 
 static _Thread_local char t_tag[HN_TRACE_TAG_BYTES];
+
+_Static_assert(offsetof(hn_trace_entry_t, tag) + 1 <= 64, "what a call writes of an entry fits its first line");
 
 hidet_nccl_status_t hidet_nccl_set_tag(const char *tag) {
     HN_ENTER();
@@ -42,7 +45,9 @@ hn_trace_t *hidet_nccl__trace_new(uint32_t key) {
     if (hidet_nccl__setting_int(HN_SETTING_TRACE_ENTRIES, &entries) != HIDET_NCCL_SUCCESS) /* entries: the default */
         HN_WARN("%s; the flight recorder keeps the default", hidet_nccl__setting_error(HN_SETTING_TRACE_ENTRIES));
     if (entries <= 0) return NULL;
-    hn_trace_t *t = calloc(1, sizeof *t + (size_t)entries * sizeof t->e[0]);
+    size_t bytes = sizeof(hn_trace_t) + (size_t)entries * sizeof(hn_trace_entry_t); /* a multiple of 64, the alignment */
+    hn_trace_t *t = aligned_alloc(_Alignof(hn_trace_t), bytes);
+    if (t != NULL) memset(t, 0, bytes);
     if (t == NULL) {
         HN_WARN("out of memory for a flight recorder of %d entries: this communicator is not recorded", entries);
         return NULL;
@@ -104,7 +109,8 @@ void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, size_t count, hid
     e->peer = peer;
     e->result = result;
     e->stream = stream;
-    memcpy(e->tag, t_tag, sizeof e->tag);
+    if (t_tag[0] != '\0') memcpy(e->tag, t_tag, sizeof e->tag);
+    else e->tag[0] = '\0';
     e->completion = HN_TRACE_UNTRACKED;
     if (t->events != NULL && result == 0) {
         enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;

@@ -18,8 +18,11 @@ typedef enum {
     HN_TRACE_CAPTURED,  /* recorded at capture into a CUDA graph: replays are not recorded */
 } hn_trace_completion_t;
 
+/* One entry: what a call writes lies in its first 64 bytes (one cache line: the ring is cold
+ * by the next call, after NCCL's own work), the tag's first bytes among them; the rest of the
+ * tag is written only when the thread has one. */
 typedef struct {
-    _Atomic uint64_t stamp; /* seq + 1 once written; 0 while being written (or never) */
+    _Alignas(64) _Atomic uint64_t stamp; /* seq + 1 once written; 0 while being written (or never) */
     uint64_t t_ns;          /* CLOCK_MONOTONIC at enqueue */
     const char *coll;       /* static name */
     size_t count;
@@ -28,7 +31,7 @@ typedef struct {
     int result;             /* what NCCL returned (ncclResult_t) */
     int completion;         /* hn_trace_completion_t */
     cudaStream_t stream;
-    char tag[HN_TRACE_TAG_BYTES];
+    char tag[HN_TRACE_TAG_BYTES]; /* from byte 56: "" (one byte written) when the thread has none */
 } hn_trace_entry_t;
 
 struct hn_trace {

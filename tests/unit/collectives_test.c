@@ -8,6 +8,7 @@
  * (also forced by HIDET_NCCL_GROUPED_P2P=1), groups balanced on failure, failures named, and
  * scaled-sum ops tied to their communicator and dtype. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,14 +416,52 @@ static void test_one_rank_scaled_sum(void) {
     HN_ASSERT_STATUS(hidet_nccl_comm_destroy(id), HIDET_NCCL_SUCCESS, NULL);
 }
 
+/* A collective reads a slot without the registry's lock while nothing changed since its
+ * thread's last look: a destroy, a failure (from another thread too) and a new communicator
+ * under a reused pointer are each seen at the next call. */
+static void *fail_from_another_thread(void *arg) {
+    hidet_nccl__registry_fail(*(int *)arg, "its peer stopped answering (test)");
+    return NULL;
+}
+
+static void test_lockless_slot_follows_changes(void) {
+    static fake_comm_t comm = {4, 1};
+    int id;
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt((ncclComm_t)(void *)&comm, &id), HIDET_NCCL_SUCCESS, NULL);
+    for (int i = 0; i < 2; i++) /* the second call is served from this thread's copy */
+        HN_ASSERT_STATUS(hidet_nccl_all_gather(id, g_buf, g_buf + 4096, 8, HIDET_NCCL_UINT8, STREAM),
+                         HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(id), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_all_gather(id, g_buf, g_buf + 4096, 8, HIDET_NCCL_UINT8, STREAM),
+                     HIDET_NCCL_ERROR_INVALID_COMM, "was destroyed");
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt((ncclComm_t)(void *)&comm, &id), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_all_gather(id, g_buf, g_buf + 4096, 8, HIDET_NCCL_UINT8, STREAM), HIDET_NCCL_SUCCESS,
+                     NULL);
+    pthread_t t;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, fail_from_another_thread, &id), 0);
+    pthread_join(t, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_all_gather(id, g_buf, g_buf + 4096, 8, HIDET_NCCL_UINT8, STREAM),
+                     HIDET_NCCL_ERROR_INVALID_COMM, "its peer stopped answering (test)");
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(id), HIDET_NCCL_SUCCESS, NULL);
+}
+
 /* An owned communicator's rank and size come from the registry: a collective asks NCCL
- * nothing but the collective (a borrowed one's are asked each call). */
+ * nothing but the collective; a borrowed one's are asked at its first collective that needs
+ * them, and kept. */
 static void test_owned_ranks_not_asked(void) {
-    static fake_comm_t comm = {4, 2};
-    int id, before = g_queries();
-    HN_ASSERT_STATUS(hidet_nccl_all_gather(g_id, g_buf, g_buf + 4096, 8, HIDET_NCCL_UINT8, STREAM),
+    static fake_comm_t comm = {4, 2}, lent = {4, 3};
+    int id, lent_id, before = g_queries();
+    HN_ASSERT_STATUS(hidet_nccl_comm_adopt((ncclComm_t)(void *)&lent, &lent_id), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_all_gather(lent_id, g_buf, g_buf + 4096, 8, HIDET_NCCL_UINT8, STREAM),
                      HIDET_NCCL_SUCCESS, NULL);
-    CU_ASSERT(g_queries() > before); /* borrowed: asked */
+    CU_ASSERT(g_queries() > before); /* borrowed: asked at its first collective */
+    before = g_queries();
+    HN_ASSERT_STATUS(hidet_nccl_broadcast(lent_id, g_buf, g_buf + 4096, 8, HIDET_NCCL_UINT8, 3, STREAM),
+                     HIDET_NCCL_SUCCESS, NULL); /* root 3: the rank it was told, not asked again */
+    HN_ASSERT_STATUS(hidet_nccl_send(lent_id, g_buf, 8, HIDET_NCCL_FLOAT32, 4, STREAM),
+                     HIDET_NCCL_ERROR_INVALID_ARGUMENT, "peer 4 is not a rank"); /* the size it was told */
+    CU_ASSERT_EQUAL(g_queries(), before);
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(lent_id), HIDET_NCCL_SUCCESS, NULL);
     HN_ASSERT_STATUS(hidet_nccl__registry_add((ncclComm_t)(void *)&comm, 1, 4, 2, 0x1234u, &id), HIDET_NCCL_SUCCESS,
                      NULL);
     before = g_queries();
@@ -474,6 +513,7 @@ int main(int argc, char **argv) {
         {"scaled sums tied to a communicator and a dtype", test_premul_sum},
         {"a one-rank scaled sum in two parts", test_one_rank_scaled_sum},
         {"an owned communicator's ranks not asked of NCCL per call", test_owned_ranks_not_asked},
+        {"a collective's lockless look at its slot sees destroy and failure", test_lockless_slot_follows_changes},
         {NULL, NULL},
     };
     return hn_run_tests("collectives", tests);
