@@ -603,4 +603,3 @@ int main(void) {
     printf("own_gpu_test: %d checks, %d wrong\n", g_checks, g_wrong);
     return g_wrong != 0;
 }
-

@@ -242,4 +242,3 @@ void test_hostile_dumps(void) {
     fclose(f);
     free(huge);
 }
-

@@ -580,4 +580,3 @@ void test_tool_comm(void) {
     }
     remove_dumps(dir, 4);
 }
-
