@@ -37,7 +37,7 @@ void hidet_nccl__leave(int *entered);
 /* A public function's failure (a backend's own public functions too, such as the rendezvous a
  * launcher serves): sets the calling thread's message to "hidet_nccl: <public function>:
  * <formatted>" and returns status. func names the function when no public call is under way. */
-hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *func,
+__attribute__((cold)) hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *func,
                                      const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

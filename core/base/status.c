@@ -47,7 +47,7 @@ const char *hidet_nccl_status_string(hidet_nccl_status_t status) {
 
 const char *hidet_nccl_last_error(void) { return g_call.fresh ? g_message : ""; }
 
-int hidet_nccl__enter(const char *public_func) {
+HN_HOT int hidet_nccl__enter(const char *public_func) {
     if (g_call.depth++ == 0) {
         g_call.fresh = 0;
         g_call.prefix_len = 0;
@@ -56,7 +56,7 @@ int hidet_nccl__enter(const char *public_func) {
     return 1;
 }
 
-void hidet_nccl__leave(int *entered) {
+HN_HOT void hidet_nccl__leave(int *entered) {
     (void)entered;
     if (g_call.depth > 0 && --g_call.depth == 0) g_call.public_func = NULL; /* later internal failures name their own */
 }

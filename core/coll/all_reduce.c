@@ -16,7 +16,7 @@
 #define HN_ROUTE_ONLY ((cudaStream_t)(uintptr_t)-1)
 
 /* Everything all_reduce does before its call: checks, plan, route (c->comm, c->view). */
-static hidet_nccl_status_t prepare(int comm_id, const char *name, const void *sendbuff, const void *recvbuff,
+HN_HOT static hidet_nccl_status_t prepare(int comm_id, const char *name, const void *sendbuff, const void *recvbuff,
                                    size_t count, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, cudaStream_t stream,
                                    hn_coll_t *c, hidet_nccl_reduction_t *red, size_t *nccl_count, size_t *bytes) {
     HN_CHECK(hidet_nccl__coll_begin(comm_id, name, stream, c));
@@ -29,7 +29,7 @@ static hidet_nccl_status_t prepare(int comm_id, const char *name, const void *se
     return hidet_nccl__mem_route(c, HN_TUNED_ALL_REDUCE, dtype, *bytes, sendbuff, *bytes, recvbuff, *bytes);
 }
 
-hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
+HN_HOT hidet_nccl_status_t hidet_nccl_all_reduce(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
                                           hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, cudaStream_t stream) {
     HN_ENTER();
     hn_coll_t c;

@@ -20,7 +20,7 @@ static ncclResult_t grouped(const hn_coll_t *c, const char *send, char *recv, si
     return r != ncclSuccess ? r : end;
 }
 
-hidet_nccl_status_t hidet_nccl_all_to_all(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
+HN_HOT hidet_nccl_status_t hidet_nccl_all_to_all(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
                                           hidet_nccl_dtype_t dtype, cudaStream_t stream) {
     HN_ENTER();
     hn_coll_t c;

@@ -2,7 +2,7 @@
 #include "core/coll/collective_int.h"
 #include "core/base/status_int.h"
 
-hidet_nccl_status_t hidet_nccl_broadcast(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
+HN_HOT hidet_nccl_status_t hidet_nccl_broadcast(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
                                          hidet_nccl_dtype_t dtype, int root, cudaStream_t stream) {
     HN_ENTER();
     hn_coll_t c;

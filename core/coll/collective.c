@@ -13,7 +13,7 @@
 #include "core/base/settings_int.h"
 #include "core/comm/wait_int.h"
 
-hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, cudaStream_t stream, hn_coll_t *c) {
+HN_HOT hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, cudaStream_t stream, hn_coll_t *c) {
     *c = (hn_coll_t){.id = comm_id, .name = name, .nranks = -1, .rank = -1, .stream = stream, .op = -1};
     hn_slot_t slot;
     HN_CHECK(hidet_nccl__registry_coll(comm_id, &slot));
@@ -29,7 +29,7 @@ hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, cudaSt
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
+HN_HOT hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
     if (c->nranks > 0 && c->rank >= 0) return HIDET_NCCL_SUCCESS; /* from the registry */
     if (c->asked_nranks > 0 && c->asked_rank >= 0) { /* a borrowed one's, asked at an earlier call */
         c->nranks = c->asked_nranks;
@@ -48,7 +48,7 @@ hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
 }
 
 /* count * blocks elements of elem_bytes each, and count * mult NCCL elements, fit size_t. */
-static hidet_nccl_status_t sizes(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count, size_t blocks,
+HN_HOT static hidet_nccl_status_t sizes(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count, size_t blocks,
                                  size_t mult, size_t elem_bytes, const char *what, size_t *nccl_count, size_t *bytes) {
     size_t product;
     if (blocks == 0) blocks = 1;
@@ -61,14 +61,14 @@ static hidet_nccl_status_t sizes(const hn_coll_t *c, hidet_nccl_dtype_t dtype, s
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl__move_plan(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count, size_t blocks,
+HN_HOT hidet_nccl_status_t hidet_nccl__move_plan(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count, size_t blocks,
                                           const char *what, ncclDataType_t *type, size_t *nccl_count, size_t *bytes) {
     size_t mult;
     HN_CHECK(hidet_nccl__movement(dtype, type, &mult));
     return sizes(c, dtype, count, blocks, mult, mult * hidet_nccl__nccl_type_size(*type), what, nccl_count, bytes);
 }
 
-hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
+HN_HOT hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
                                             size_t count, size_t blocks, hidet_nccl_reduction_t *red,
                                             size_t *nccl_count, size_t *bytes) {
     ncclRedOp_t nccl_op = 0;
@@ -85,20 +85,20 @@ hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtype_t dty
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl__coll_rank_arg(const hn_coll_t *c, int r, const char *what) {
+HN_HOT hidet_nccl_status_t hidet_nccl__coll_rank_arg(const hn_coll_t *c, int r, const char *what) {
     if (r < 0 || r >= c->nranks)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s %d is not a rank of communicator id %d (0 .. %d)",
                        c->name, what, r, c->id, c->nranks - 1);
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl__coll_buffer(const hn_coll_t *c, const void *ptr, const char *what, size_t count) {
+HN_HOT hidet_nccl_status_t hidet_nccl__coll_buffer(const hn_coll_t *c, const void *ptr, const char *what, size_t count) {
     if (ptr == NULL)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL with count %zu", c->name, what, count);
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl__coll_alias(const hn_coll_t *c, const void *a, size_t a_bytes, const char *a_name,
+HN_HOT hidet_nccl_status_t hidet_nccl__coll_alias(const hn_coll_t *c, const void *a, size_t a_bytes, const char *a_name,
                                            const void *b, size_t b_bytes, const char *b_name, const void *in_place,
                                            const char *rule) {
     uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
@@ -114,7 +114,7 @@ hidet_nccl_status_t hidet_nccl__coll_alias(const hn_coll_t *c, const void *a, si
  * elements and the rest, as two calls, came out right for every count tried. */
 #define ONE_RANK_SCALED_STEP 4096
 
-hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_op_t op, const hidet_nccl_reduction_t *red,
+HN_HOT hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_op_t op, const hidet_nccl_reduction_t *red,
                                                 const void *send, void *recv, size_t count, hidet_nccl_dtype_t dtype,
                                                 size_t nccl_count, cudaStream_t stream, int *done) {
     *done = c->nranks == 1;
@@ -140,7 +140,7 @@ hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_o
     return hidet_nccl__coll_end(c, r, "ncclAllReduce (one rank, scaled sum)", count, dtype, NULL, 0);
 }
 
-hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call, size_t count,
+HN_HOT hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call, size_t count,
                                          hidet_nccl_dtype_t dtype, const char *who, int rank) {
     int in_group = hidet_nccl__group_depth() > 0;
     if (c->trace != NULL)
@@ -167,7 +167,7 @@ hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, con
     return hidet_nccl__await(c->n, &comm, 1, timeout, 0, call);
 }
 
-hidet_nccl_status_t hidet_nccl__grouped_p2p(const void *native, int *grouped) {
+HN_HOT hidet_nccl_status_t hidet_nccl__grouped_p2p(const void *native, int *grouped) {
     int forced = 0;
     HN_CHECK(hidet_nccl__setting_int(HN_SETTING_GROUPED_P2P, &forced));
     *grouped = native == NULL || forced;

@@ -29,7 +29,7 @@ static void forget_all(void) {
     pthread_mutex_unlock(&g_lock);
 }
 
-int hidet_nccl__is_custom_op(hidet_nccl_op_t op) { return (int)op >= OP_BASE && (int)op < OP_BASE + MAX_OPS; }
+HN_HOT int hidet_nccl__is_custom_op(hidet_nccl_op_t op) { return (int)op >= OP_BASE && (int)op < OP_BASE + MAX_OPS; }
 
 /* k (a copy of op's slot) is live, of communicator comm_id (comm) and of dtype. */
 static hidet_nccl_status_t check(const char *name, int comm_id, ncclComm_t comm, const custom_t *k,

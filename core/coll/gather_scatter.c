@@ -37,7 +37,7 @@ static ncclResult_t grouped(const hn_coll_t *c, const direction_t *d, const char
 }
 
 /* blocks: the root's buffer of nranks blocks (used on the root only); own: this rank's block. */
-static hidet_nccl_status_t rooted(const direction_t *d, int comm_id, const void *sendbuff, void *recvbuff,
+HN_HOT static hidet_nccl_status_t rooted(const direction_t *d, int comm_id, const void *sendbuff, void *recvbuff,
                                   size_t count, hidet_nccl_dtype_t dtype, int root, cudaStream_t stream) {
     hn_coll_t c;
     ncclDataType_t type;
@@ -63,13 +63,13 @@ static hidet_nccl_status_t rooted(const direction_t *d, int comm_id, const void 
     return hidet_nccl__coll_end(&c, r, grouped_p2p ? d->grouped_call : d->native_call, count, dtype, "root", root);
 }
 
-hidet_nccl_status_t hidet_nccl_gather(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
+HN_HOT hidet_nccl_status_t hidet_nccl_gather(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
                                       hidet_nccl_dtype_t dtype, int root, cudaStream_t stream) {
     HN_ENTER();
     return rooted(&k_gather, comm_id, sendbuff, recvbuff, count, dtype, root, stream);
 }
 
-hidet_nccl_status_t hidet_nccl_scatter(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
+HN_HOT hidet_nccl_status_t hidet_nccl_scatter(int comm_id, const void *sendbuff, void *recvbuff, size_t count,
                                        hidet_nccl_dtype_t dtype, int root, cudaStream_t stream) {
     HN_ENTER();
     return rooted(&k_scatter, comm_id, sendbuff, recvbuff, count, dtype, root, stream);

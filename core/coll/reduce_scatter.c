@@ -3,7 +3,7 @@
 #include "core/base/status_int.h"
 #include "core/coll/mem_route_int.h"
 
-hidet_nccl_status_t hidet_nccl_reduce_scatter(int comm_id, const void *sendbuff, void *recvbuff, size_t recvcount,
+HN_HOT hidet_nccl_status_t hidet_nccl_reduce_scatter(int comm_id, const void *sendbuff, void *recvbuff, size_t recvcount,
                                               hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, cudaStream_t stream) {
     HN_ENTER();
     hn_coll_t c;

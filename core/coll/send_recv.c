@@ -4,7 +4,7 @@
 #include "core/comm/group_int.h"
 
 /* The checks both share: the plan, the peer, the buffer. */
-static hidet_nccl_status_t prepare(hn_coll_t *c, const void *buff, const char *buff_name, size_t count,
+HN_HOT static hidet_nccl_status_t prepare(hn_coll_t *c, const void *buff, const char *buff_name, size_t count,
                                    hidet_nccl_dtype_t dtype, int peer, ncclDataType_t *type, size_t *nccl_count) {
     size_t bytes;
     HN_CHECK(hidet_nccl__move_plan(c, dtype, count, 1, "count", type, nccl_count, &bytes));
@@ -19,7 +19,7 @@ static hidet_nccl_status_t prepare(hn_coll_t *c, const void *buff, const char *b
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl_send(int comm_id, const void *sendbuff, size_t count, hidet_nccl_dtype_t dtype,
+HN_HOT hidet_nccl_status_t hidet_nccl_send(int comm_id, const void *sendbuff, size_t count, hidet_nccl_dtype_t dtype,
                                     int peer, cudaStream_t stream) {
     HN_ENTER();
     hn_coll_t c;
@@ -32,7 +32,7 @@ hidet_nccl_status_t hidet_nccl_send(int comm_id, const void *sendbuff, size_t co
     return hidet_nccl__coll_end(&c, r, "ncclSend", count, dtype, "peer", peer);
 }
 
-hidet_nccl_status_t hidet_nccl_recv(int comm_id, void *recvbuff, size_t count, hidet_nccl_dtype_t dtype, int peer,
+HN_HOT hidet_nccl_status_t hidet_nccl_recv(int comm_id, void *recvbuff, size_t count, hidet_nccl_dtype_t dtype, int peer,
                                     cudaStream_t stream) {
     HN_ENTER();
     hn_coll_t c;

@@ -66,9 +66,9 @@ static hidet_nccl_status_t finish_splits(const hn_nccl_t *n, hidet_nccl_status_t
     return st;
 }
 
-int hidet_nccl__group_depth(void) { return t_depth; }
+HN_HOT int hidet_nccl__group_depth(void) { return t_depth; }
 
-hidet_nccl_status_t hidet_nccl__group_track(ncclComm_t comm) {
+HN_HOT hidet_nccl_status_t hidet_nccl__group_track(ncclComm_t comm) {
     if (t_tracked == NULL) {
         t_tracked = t_inline;
         t_captracked = INLINE_TRACKED;
@@ -88,7 +88,7 @@ hidet_nccl_status_t hidet_nccl__group_track(ncclComm_t comm) {
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl_group_start(void) {
+HN_HOT hidet_nccl_status_t hidet_nccl_group_start(void) {
     HN_ENTER();
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));
@@ -98,7 +98,7 @@ hidet_nccl_status_t hidet_nccl_group_start(void) {
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl_group_end(void) {
+HN_HOT hidet_nccl_status_t hidet_nccl_group_end(void) {
     HN_ENTER();
     if (t_depth == 0)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE, "group_end without a matching group_start in this thread");

@@ -242,7 +242,7 @@ hidet_nccl_status_t hidet_nccl__registry_get(int id, int accept_failed, hn_slot_
     return st;
 }
 
-hidet_nccl_status_t hidet_nccl__registry_coll(int id, hn_slot_t *out) {
+HN_HOT hidet_nccl_status_t hidet_nccl__registry_coll(int id, hn_slot_t *out) {
     unsigned long now = atomic_load_explicit(&g_generation, memory_order_acquire);
     hot_slot_t *h = &t_hot[(unsigned)id % HOT_SLOTS];
     if (h->generation == now && h->id == id) { /* nothing changed since this thread read it */

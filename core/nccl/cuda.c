@@ -2,7 +2,7 @@
 #include "core/nccl/cuda_int.h"
 #include "core/base/status_int.h"
 
-hidet_nccl_status_t hidet_nccl__cuda_fail(const char *func, const char *call, cudaError_t e) {
+HN_COLD hidet_nccl_status_t hidet_nccl__cuda_fail(const char *func, const char *call, cudaError_t e) {
     const char *hint = (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
                            ? ". No usable GPU is visible to this process (check nvidia-smi and CUDA_VISIBLE_DEVICES)"
                            : "";

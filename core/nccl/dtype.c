@@ -171,7 +171,7 @@ hidet_nccl_status_t hidet_nccl__plan(hidet_nccl_dtype_t dtype, hidet_nccl_op_t o
     return hidet_nccl__plan_for("all_reduce", dtype, op, count, nccl_version, red, nccl_count);
 }
 
-hidet_nccl_status_t hidet_nccl__plan_for(const char *what, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, size_t count,
+HN_HOT hidet_nccl_status_t hidet_nccl__plan_for(const char *what, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, size_t count,
                                          int nccl_version, hidet_nccl_reduction_t *red, size_t *nccl_count) {
     HN_CHECK(hidet_nccl__reduction_for(what, dtype, op, red));
     if (nccl_version < red->min_nccl_version) {
@@ -191,7 +191,7 @@ hidet_nccl_status_t hidet_nccl__plan_for(const char *what, hidet_nccl_dtype_t dt
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl__movement(hidet_nccl_dtype_t dtype, ncclDataType_t *type, size_t *mult) {
+HN_HOT hidet_nccl_status_t hidet_nccl__movement(hidet_nccl_dtype_t dtype, ncclDataType_t *type, size_t *mult) {
     CHECK_DTYPE(dtype);
     switch (k_dtypes[dtype].size) { /* unsigned words of the same width: copied, never converted */
         case 1: *type = ncclUint8, *mult = 1; break;
@@ -209,7 +209,7 @@ int hidet_nccl__sum_allowed(hidet_nccl_dtype_t dtype) {
 
 const char *hidet_nccl__dtype_str(hidet_nccl_dtype_t dtype) { return dtype_ok(dtype) ? k_dtypes[dtype].name : "?"; }
 
-size_t hidet_nccl__nccl_type_size(ncclDataType_t t) {
+HN_HOT size_t hidet_nccl__nccl_type_size(ncclDataType_t t) {
     switch (t) {
         case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
         case ncclFloat16: case ncclBfloat16: return 2;

@@ -259,11 +259,11 @@ hidet_nccl_status_t hidet_nccl__nccl(const hn_nccl_t **out) {
     return HIDET_NCCL_SUCCESS;
 }
 
-const hn_nccl_t *hidet_nccl__nccl_loaded(void) {
+HN_HOT const hn_nccl_t *hidet_nccl__nccl_loaded(void) {
     return atomic_load_explicit(&g_loaded, memory_order_acquire) ? &g_nccl : NULL;
 }
 
-hidet_nccl_status_t hidet_nccl__nccl_fail(const char *func, const char *call, ncclResult_t r,
+HN_COLD hidet_nccl_status_t hidet_nccl__nccl_fail(const char *func, const char *call, ncclResult_t r,
                                           ncclComm_t comm) {
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
     const char *str = n ? n->GetErrorString(r) : "?";

@@ -92,7 +92,7 @@ void hidet_nccl__trace_set_place(hn_trace_t *t, int rank, int nranks) {
     t->nranks = nranks;
 }
 
-void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, size_t count, hidet_nccl_dtype_t dtype, int op,
+HN_HOT void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, size_t count, hidet_nccl_dtype_t dtype, int op,
                               int peer, cudaStream_t stream, int result, int in_group) {
     uint64_t seq = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed);
     uint32_t slot = (uint32_t)(seq % t->entries);

@@ -4,7 +4,10 @@
  * GPU (CUDA events around them: what the stream takes), the library's loop and raw NCCL's
  * alternating, 9 repetitions, medians. Where host time per call reaches the GPU's, the loop is
  * bound by the host and every host nanosecond the library adds shows on the GPU's clock.
- *   coll_cost_probe [owned|adopted] [group] [graph] [BYTES] [CALLS]
+ *   coll_cost_probe [owned|adopted] [group] [graph] [BYTES CALLS]
+ *   coll_cost_probe parts     host time per call of an 8-byte in-place broadcast on one rank
+ *                             (NCCL enqueues nothing for it): raw, the library, and raw beside
+ *                             pieces of the library (its checks alone: count 0; a query)
  * owned: a communicator of the library (hidet_nccl_comm_init_all); adopted: one made by raw
  * NCCL and lent (hidet_nccl_comm_adopt), as a code that keeps its own does. group: each call
  * inside its own group_start/end (raw: ncclGroupStart/End). graph: the calls captured once and
@@ -106,6 +109,53 @@ static void raw_call(int coll) {
     if (g_group) NC(r->GroupEnd());
 }
 
+/* Host time per call of `calls` calls of fn, median of 7. */
+static double host_per_call(void (*fn)(void), int calls) {
+    double t[7];
+    for (int r = 0; r < 7; r++) {
+        double t0 = now();
+        for (int i = 0; i < calls; i++) fn();
+        t[r] = (now() - t0) / calls;
+        CU(cudaStreamSynchronize(g_stream));
+    }
+    for (int i = 1; i < 7; i++) /* insertion sort: seven values */
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    return t[3];
+}
+static void part_raw(void) { NC(g_raw.Broadcast(g_recv, g_recv, 2, ncclUint32, 0, g_comm, g_stream)); }
+static void part_lib(void) { HN(hidet_nccl_broadcast(g_id, g_recv, g_recv, 2, HIDET_NCCL_FLOAT32, 0, g_stream)); }
+static void part_raw_checks(void) {
+    part_raw();
+    HN(hidet_nccl_broadcast(g_id, g_recv, g_recv, 0, HIDET_NCCL_FLOAT32, 0, g_stream));
+}
+static void part_raw_query(void) {
+    int rank;
+    part_raw();
+    HN(hidet_nccl_comm_rank(g_id, &rank));
+}
+static void part_nothing(void) {}
+
+static void parts(void) {
+    static const struct {
+        const char *what;
+        void (*fn)(void);
+    } rows[] = {
+        {"raw ncclBroadcast (in place)", part_raw},
+        {"hidet_nccl_broadcast (in place)", part_lib},
+        {"raw + the library's checks (count 0)", part_raw_checks},
+        {"raw + hidet_nccl_comm_rank", part_raw_query},
+        {"nothing (the loop)", part_nothing},
+    };
+    printf("# coll_cost_probe parts: 8-byte in-place broadcast, 1 rank, 20000 calls, median of 7 (us per call)\n");
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            printf("  %-40s %8.3f\n", rows[i].what, host_per_call(rows[i].fn, 20000) * 1e6);
+}
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -145,13 +195,14 @@ static void timed(int coll, int raw, int calls, int graph, double *host, double 
 }
 
 int main(int argc, char **argv) {
-    int adopted = 0, graph = 0, calls = 200;
+    int adopted = 0, graph = 0, calls = 200, want_parts = 0;
     size_t bytes = 8;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "adopted")) adopted = 1;
         else if (!strcmp(argv[i], "owned")) adopted = 0;
         else if (!strcmp(argv[i], "group")) g_group = 1;
         else if (!strcmp(argv[i], "graph")) graph = 1;
+        else if (!strcmp(argv[i], "parts")) want_parts = 1;
         else if (bytes == 8 && i + 1 < argc && atol(argv[i]) > 0) bytes = (size_t)atol(argv[i]), calls = atoi(argv[++i]);
         else DIE("usage: coll_cost_probe [owned|adopted] [group] [graph] [BYTES CALLS]");
     }
@@ -172,6 +223,11 @@ int main(int argc, char **argv) {
     CU(cudaMalloc((void **)&g_send, g_count * 4));
     CU(cudaMalloc((void **)&g_recv, g_count * 4));
     CU(cudaMemset(g_send, 0, g_count * 4));
+    if (want_parts) {
+        parts();
+        HN(hidet_nccl_finalize());
+        return 0;
+    }
     const char *entries = getenv("HIDET_NCCL_TRACE_ENTRIES");
     printf("# coll_cost_probe: %s communicator, 1 rank, %zu bytes out of place, %d calls%s%s, recorder %s, %d reps "
            "(medians)\n",
