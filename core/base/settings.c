@@ -118,12 +118,15 @@ static void parse_one(snapshot_t *s, int i) {
                 s->number[i] = x;
                 return;
             }
+            /* The bounds in the digits the grammar asks for (%g would write 1 << 20 as 1.04858e+06). */
+            char def[64] = "no default";
+            if (k_settings[i].def != NULL) snprintf(def, sizeof def, "default %s", k_settings[i].def);
             if (k_settings[i].kind == KIND_INT)
-                s->error[i] = format("%s='%.64s' is not a whole number in %g .. %g (%s; default %s)", name, v,
-                                     k_settings[i].min, k_settings[i].max, k_settings[i].doc, k_settings[i].def);
+                s->error[i] = format("%s='%.64s' is not a whole number in %.0f .. %.0f (%s; %s)", name, v,
+                                     k_settings[i].min, k_settings[i].max, k_settings[i].doc, def);
             else
-                s->error[i] = format("%s='%.64s' is not a positive number of seconds up to %g, in digits (%s; "
-                                     "default %s)", name, v, k_settings[i].max, k_settings[i].doc, k_settings[i].def);
+                s->error[i] = format("%s='%.64s' is not a positive number of seconds up to %.0f, in digits (%s; %s)",
+                                     name, v, k_settings[i].max, k_settings[i].doc, def);
             return;
     }
 }

@@ -121,6 +121,35 @@ static void test_bad_values_named(void) {
     hidet_nccl_settings_reload();
 }
 
+/* A bad number's message (issue 38, items 12 and 13): the range in the decimal digits it asks for,
+ * never an exponent ("0 .. 1.04858e+06"), and no "default (null)" for a setting without one. */
+static void test_bad_number_messages(void) {
+    static const struct {
+        const char *name, *value, *range, *tail;
+        hn_setting_t id;
+    } bad[] = {
+        {"MASTER_PORT", "3e4", "in 1 .. 65535 (", "; no default)", HN_SETTING_MASTER_PORT},
+        {"HIDET_NCCL_TRACE_ENTRIES", "1e3", "in 0 .. 1048576 (", "; default 2048)", HN_SETTING_TRACE_ENTRIES},
+        {"HIDET_NCCL_RANKS_PER_ROOT", "x", "in 1 .. 1073741824 (", "; default 128)", HN_SETTING_RANKS_PER_ROOT},
+        {"HIDET_NCCL_TIMEOUT", "soon", "up to 10000000, in digits (", "; default 300)", HN_SETTING_TIMEOUT},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        set_env(bad[i].name, bad[i].value);
+        hidet_nccl_settings_reload();
+        const char *err = hidet_nccl__setting_error(bad[i].id);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+        size_t len = strlen(err), tail = strlen(bad[i].tail);
+        if (strstr(err, bad[i].range) == NULL || strstr(err, "(null)") != NULL || strstr(err, "e+") != NULL ||
+            len < tail || strcmp(err + len - tail, bad[i].tail) != 0) {
+            fprintf(stderr, "%s: want '%s' and the end '%s', no '(null)' and no exponent\n", err, bad[i].range,
+                    bad[i].tail);
+            CU_FAIL("a bad number's message");
+        }
+        set_env(bad[i].name, NULL);
+    }
+    hidet_nccl_settings_reload();
+}
+
 static const char *const k_rank_vars[] = {
     "HIDET_NCCL_RANK", "HIDET_NCCL_WORLD_SIZE", "HIDET_NCCL_LOCAL_RANK", "HIDET_NCCL_LOCAL_WORLD_SIZE", "RANK",
     "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
@@ -296,6 +325,7 @@ int main(void) {
     static const hn_test_t tests[] = {
         {"values, defaults and sources, read once", test_values_defaults_sources},
         {"bad values named", test_bad_values_named},
+        {"a bad number's message: its range in digits, its default", test_bad_number_messages},
         {"the launchers' rank variables in one order", test_launcher_order},
         {"copying size-versioned structs", test_copy_sized},
         {"a poll pause stops at the deadline", test_poll_pause_stops_at_deadline},
