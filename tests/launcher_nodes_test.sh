@@ -135,6 +135,11 @@ check "--master-port 3e4" bad "--master-port '3e4' is not a whole number in 1 ..
 check "--master-addr ''" bad "--master-addr '' is empty" --master-addr '' --master-port 29500
 check "--master-addr 'a b'" bad "--master-addr 'a b' is not a host name or address" --master-addr 'a b' --master-port 1
 check "--job-secret-file that does not exist" bad "--job-secret-file $tmp/none: No such file" --job-secret-file "$tmp/none"
+# A link to the secret is refused, as HIDET_NCCL_JOB_SECRET_FILE refuses it (issue 38): the launcher
+# resolved it and passed the ranks its target.
+ln -sf "$tmp/secret" "$tmp/secret.link"
+check "--job-secret-file that is a symbolic link" bad "--job-secret-file $tmp/secret.link: a symbolic link" \
+    --job-secret-file "$tmp/secret.link"
 check "--rendezvous bogus" bad "--rendezvous 'bogus' is not file or socket" --rendezvous bogus
 check "--rendezvous file with --master-addr" bad "--rendezvous file does not go with --master-addr" --rendezvous file \
     --master-addr h --master-port 1

@@ -60,8 +60,9 @@ static void usage(FILE *f) {
             "      --job-key KEY      the job's key, the same on every node (the socket rendezvous\n"
             "                         takes socket-<port> without it; a shared directory needs it)\n"
             "      --job-secret-file F the job's secret, the same file content on every node (16 ..\n"
-            "                         4096 bytes, yours, mode 600): HIDET_NCCL_JOB_SECRET_FILE; the\n"
-            "                         ranks of the socket rendezvous prove they hold it. One node\n"
+            "                         4096 bytes, yours, mode 600, not a symbolic link):\n"
+            "                         HIDET_NCCL_JOB_SECRET_FILE; the ranks of the socket\n"
+            "                         rendezvous prove they hold it. One node\n"
             "                         makes a fresh secret itself; across nodes without one (or\n"
             "                         $HIDET_NCCL_JOB_SECRET[_FILE]) the rendezvous is unauthenticated\n"
             "      --trace-dir DIR    the ranks' flight recorders dump into DIR (made if missing):\n"
@@ -154,10 +155,16 @@ static const char *parse_host(const char *s, const char *what) {
 }
 
 /* --job-secret-file: an existing file, made absolute (the ranks may change directory); the
- * library checks what it holds and who may read it when a rank starts. */
+ * library checks what it holds and who may read it when a rank starts. A symbolic link is
+ * refused, as the library refuses one in HIDET_NCCL_JOB_SECRET_FILE (it opens the file
+ * O_NOFOLLOW): resolved here, its target would reach the ranks as if given. Links in the
+ * directories above are followed, there as here. */
 static const char *parse_secret_file(const char *s) {
     static char path[PATH_MAX];
+    struct stat st;
     if (*s == '\0') run_die(2, "--job-secret-file '' is empty");
+    if (lstat(s, &st) == 0 && S_ISLNK(st.st_mode))
+        run_die(2, "--job-secret-file %s: a symbolic link (give the file itself, as HIDET_NCCL_JOB_SECRET_FILE must)", s);
     if (realpath(s, path) == NULL) run_die(2, "--job-secret-file %s: %s", s, strerror(errno));
     return path;
 }
