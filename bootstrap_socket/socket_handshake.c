@@ -180,6 +180,14 @@ static hidet_nccl_status_t send_proof(hn_sk_state_t *s, int fd, const uint8_t *c
     return HIDET_NCCL_SUCCESS;
 }
 
+/* This rank connected and no welcome came before the deadline: the hub waits for every rank
+ * before it welcomes any (one is missing), and closes the connections when it gives up. */
+static hidet_nccl_status_t no_welcome(const hn_sk_state_t *s, const char *then, char *msg, size_t n) {
+    return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_TIMEOUT,
+                           "rank %d connected to %s:%d but no welcome came before the deadline (%s waits for every "
+                           "rank first: is one missing?)%s", s->rank, s->addr, s->port, hidet_nccl__sk_hub(s), then);
+}
+
 /* One connection's try. *closed 1: the hub closed it before a welcome (it may have evicted it). */
 static hidet_nccl_status_t client_once(hn_sk_state_t *s, int fd, double deadline, int *closed, char *msg, size_t n) {
     uint8_t nonce[HN_SK_NONCE], challenge[HN_SK_NONCE] = {0}, hello[HN_SK_HEADER + 8], flags[4];
@@ -204,9 +212,7 @@ static hidet_nccl_status_t client_once(hn_sk_state_t *s, int fd, double deadline
         int got = next(fd, answer_by, &buf, &m, why, sizeof why);
         hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
         if (got == 0)
-            st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_TIMEOUT,
-                                 "rank %d connected to %s:%d but no welcome came before the deadline (%s waits for "
-                                 "every rank first: is one missing?)", s->rank, s->addr, s->port, hidet_nccl__sk_hub(s));
+            st = no_welcome(s, "", msg, n);
         else if (got < 0)
             st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s:%d: %s", s->rank, s->addr, s->port, why);
         else if (m.kind == HN_SK_KIND_REFUSE)
@@ -241,8 +247,11 @@ hidet_nccl_status_t hidet_nccl__sk_client_handshake(hn_sk_state_t *s, double dea
         if (fd < 0 && closes > 0 && until < deadline)
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                                    "rank %d: %s at %s:%d closed this rank's connection before a welcome and no "
-                                   "longer accepts one: it failed or left (its own message says why)",
-                                   s->rank, hub, s->addr, s->port);
+                                   "longer accepts one: %s", s->rank, hub, s->addr, s->port,
+                                   s->served ? "the launcher of node 0 ended or was killed (its output says why)"
+                                             : "rank 0 failed or left (its own error says why)");
+        if (fd < 0 && closes > 0) /* the hub gave up at its deadline, which came just before this rank's */
+            return no_welcome(s, "; it closed this rank's connection and accepted no other", msg, n);
         if (fd < 0)
             return hidet_nccl__say(msg, n, hidet_nccl__now() >= deadline ? HIDET_NCCL_ERROR_TIMEOUT : HIDET_NCCL_ERROR_BOOTSTRAP,
                                    "rank %d could not reach %s: %s", s->rank, hub, why);

@@ -174,6 +174,28 @@ static void test_rank_twice(void) {
     hidet_nccl_settings_reload();
 }
 
+/* A rank that connected while rank 0 waited for a missing one, and rank 0 gave up first (issue 38,
+ * item 9): it says it connected and no welcome came (is one missing?), as the table in
+ * docs/bootstrap_socket.md promises; it said "nothing accepted a connection". */
+static void test_connected_no_welcome(void) {
+    setenv("HIDET_NCCL_TIMEOUT", "1", 1);
+    hidet_nccl_settings_reload();
+    int port = hn_test_port();
+    pid_t root = spawn_rank(port, 0, 3, "missing"); /* rank 2 never comes */
+    int first = hn_test_dial(port);                 /* rank 0 listens: its deadline is the first */
+    CU_ASSERT_FATAL(first >= 0);
+    close(first);
+    hidet_nccl_socket_bootstrap_params_t p = params(port, 1, 3, "missing");
+    hidet_nccl_bootstrap_h bs = NULL;
+    char needle[128];
+    snprintf(needle, sizeof needle, "rank 1 connected to 127.0.0.1:%d but no welcome came before the deadline", port);
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_TIMEOUT, needle);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hidet_nccl_last_error(), "rank 0 waits for every rank first: is one missing?"));
+    CU_ASSERT(!wait_ok(root));
+    unsetenv("HIDET_NCCL_TIMEOUT");
+    hidet_nccl_settings_reload();
+}
+
 /* From the environment, as hidet-nccl-run --master-addr and torchrun give it. */
 static void test_from_environment(void) {
     int port = hn_test_port();
@@ -262,6 +284,7 @@ int main(void) {
         {"strangers are dropped", test_strangers_dropped},
         {"errors before the deadline", test_errors_before_the_deadline},
         {"one rank twice", test_rank_twice},
+        {"connected, and rank 0 gave up on a missing rank", test_connected_no_welcome},
         {"from the environment", test_from_environment},
         {"under torchrun, whose agent holds MASTER_PORT", test_under_torchrun},
         {NULL, NULL},
