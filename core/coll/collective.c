@@ -140,16 +140,12 @@ HN_HOT hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet
     return hidet_nccl__coll_end(c, r, "ncclAllReduce (one rank, scaled sum)", count, dtype, NULL, 0);
 }
 
-HN_HOT hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call, size_t count,
-                                         hidet_nccl_dtype_t dtype, const char *who, int rank) {
-    int in_group = hidet_nccl__group_depth() > 0;
-    if (c->trace != NULL)
-        hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, who != NULL ? rank : -1, c->stream, r,
-                                 in_group);
-    if (r == ncclSuccess) {
-        if (in_group) return hidet_nccl__group_track(c->comm);
-        return HIDET_NCCL_SUCCESS;
-    }
+/* What follows an NCCL call that did not return ncclSuccess: the error policy, or (a
+ * non-blocking communicator still enqueuing) the wait. Out of the hot path: its messages'
+ * buffers and formatting stay off the lines a successful call runs through. */
+static HN_COLD hidet_nccl_status_t end_unfinished(const hn_coll_t *c, ncclResult_t r, const char *nccl_call,
+                                                  size_t count, hidet_nccl_dtype_t dtype, const char *who, int rank,
+                                                  int in_group) {
     char call[192], tail[32] = "";
     if (who != NULL) snprintf(tail, sizeof tail, ", %s %d", who, rank);
     snprintf(call, sizeof call, "%s(communicator id %d, count %zu of %s%s)", nccl_call, c->id, count,
@@ -165,6 +161,17 @@ HN_HOT hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t
     HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
     ncclComm_t comm = c->comm;
     return hidet_nccl__await(c->n, &comm, 1, timeout, 0, call);
+}
+
+HN_HOT hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call, size_t count,
+                                         hidet_nccl_dtype_t dtype, const char *who, int rank) {
+    int in_group = hidet_nccl__group_depth() > 0;
+    if (c->trace != NULL)
+        hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, who != NULL ? rank : -1, c->stream, r,
+                                 in_group);
+    if (__builtin_expect(r != ncclSuccess, 0))
+        return end_unfinished(c, r, nccl_call, count, dtype, who, rank, in_group);
+    return in_group ? hidet_nccl__group_track(c->comm) : HIDET_NCCL_SUCCESS;
 }
 
 HN_HOT hidet_nccl_status_t hidet_nccl__grouped_p2p(const void *native, int *grouped) {

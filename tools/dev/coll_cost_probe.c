@@ -11,7 +11,8 @@
  * owned: a communicator of the library (hidet_nccl_comm_init_all); adopted: one made by raw
  * NCCL and lent (hidet_nccl_comm_adopt), as a code that keeps its own does. group: each call
  * inside its own group_start/end (raw: ncclGroupStart/End). graph: the calls captured once and
- * replayed (GPU time only). The recorder follows HIDET_NCCL_TRACE_ENTRIES (0: off).
+ * replayed (GPU time only). aa: raw NCCL in both columns (the spread between two identical
+ * loops: what a difference must exceed to mean anything). The recorder follows HIDET_NCCL_TRACE_ENTRIES (0: off).
  * One line a collective: raw and library, host and GPU microseconds per call, and the
  * differences. */
 #include <cuda_runtime_api.h>
@@ -52,7 +53,7 @@ static const char *const names[NCOLL] = {"all_reduce", "broadcast", "reduce",  "
                                          "all_to_all", "gather",    "scatter", "send_recv"};
 
 static hn_raw_nccl_t g_raw;
-static int g_id, g_group;
+static int g_id, g_group, g_aa;
 static ncclComm_t g_comm;
 static cudaStream_t g_stream;
 static char *g_send, *g_recv;
@@ -170,7 +171,7 @@ static void timed(int coll, int raw, int calls, int graph, double *host, double 
     if (graph) {
         cudaGraph_t g;
         CU(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal));
-        for (int i = 0; i < calls; i++) raw ? raw_call(coll) : lib_call(coll);
+        for (int i = 0; i < calls; i++) raw || g_aa ? raw_call(coll) : lib_call(coll);
         CU(cudaStreamEndCapture(g_stream, &g));
         CU(cudaGraphInstantiate(&exec, g, 0));
         CU(cudaGraphDestroy(g));
@@ -181,7 +182,7 @@ static void timed(int coll, int raw, int calls, int graph, double *host, double 
     double t0 = now();
     if (graph) CU(cudaGraphLaunch(exec, g_stream));
     else
-        for (int i = 0; i < calls; i++) raw ? raw_call(coll) : lib_call(coll);
+        for (int i = 0; i < calls; i++) raw || g_aa ? raw_call(coll) : lib_call(coll);
     double t1 = now();
     CU(cudaEventRecord(b, g_stream));
     CU(cudaEventSynchronize(b));
@@ -203,6 +204,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "group")) g_group = 1;
         else if (!strcmp(argv[i], "graph")) graph = 1;
         else if (!strcmp(argv[i], "parts")) want_parts = 1;
+        else if (!strcmp(argv[i], "aa")) g_aa = 1;
         else if (bytes == 8 && i + 1 < argc && atol(argv[i]) > 0) bytes = (size_t)atol(argv[i]), calls = atoi(argv[++i]);
         else DIE("usage: coll_cost_probe [owned|adopted] [group] [graph] [BYTES CALLS]");
     }
@@ -230,9 +232,10 @@ int main(int argc, char **argv) {
     }
     const char *entries = getenv("HIDET_NCCL_TRACE_ENTRIES");
     printf("# coll_cost_probe: %s communicator, 1 rank, %zu bytes out of place, %d calls%s%s, recorder %s, %d reps "
-           "(medians)\n",
+           "(medians)%s\n",
            adopted ? "adopted" : "owned", bytes, calls, g_group ? ", each in a group" : "",
-           graph ? ", in a CUDA graph" : "", entries && !strcmp(entries, "0") ? "off" : "on", REPS);
+           graph ? ", in a CUDA graph" : "", entries && !strcmp(entries, "0") ? "off" : "on", REPS,
+           g_aa ? "; A/A: raw NCCL in the library's column too" : "");
     printf("# %-14s %9s %9s %9s | %9s %9s %9s   (us per call)\n", "collective", "raw host", "lib host", "+host",
            "raw gpu", "lib gpu", "+gpu");
     for (int coll = 0; coll < NCOLL; coll++) {
