@@ -50,6 +50,24 @@ typedef ncclResult_t (*comm_fn)(ncclComm_t);
 typedef ncclResult_t (*alltoall_fn)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
 
 static comm_fn g_real_destroy, g_real_abort;
+/* HIDET_NCCL_SHIM_RAW=1: every call goes straight to NCCL's own function (RTLD_NEXT), through
+ * the preload and nothing else: the floor a routed run is compared with, to tell the library's
+ * cost from the preload's. */
+static int g_raw;
+static ncclResult_t (*real_ncclAllReduce)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,                                        ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+static ncclResult_t (*real_ncclBroadcast)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,                                        int root, ncclComm_t comm, cudaStream_t stream);
+static ncclResult_t (*real_ncclBcast)(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,                                    cudaStream_t stream);
+static ncclResult_t (*real_ncclReduce)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,                                     ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+static ncclResult_t (*real_ncclAllGather)(const void *sendbuff, void *recvbuff, size_t sendcount,                                        ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+static ncclResult_t (*real_ncclReduceScatter)(const void *sendbuff, void *recvbuff, size_t recvcount,                                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,                                            cudaStream_t stream);
+static ncclResult_t (*real_ncclAlltoAll)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,                                       ncclComm_t comm, cudaStream_t stream);
+static ncclResult_t (*real_ncclGather)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,                                     int root, ncclComm_t comm, cudaStream_t stream);
+static ncclResult_t (*real_ncclScatter)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,                                      int root, ncclComm_t comm, cudaStream_t stream);
+static ncclResult_t (*real_ncclSend)(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,                                   ncclComm_t comm, cudaStream_t stream);
+static ncclResult_t (*real_ncclRecv)(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,                                   cudaStream_t stream);
+static ncclResult_t (*real_ncclGroupStart)(void);
+static ncclResult_t (*real_ncclGroupEnd)(void);
+
 static alltoall_fn g_real_alltoall;
 
 /* Communicator -> id: the library's registry is the table (hidet_nccl_comm_lookup, else
@@ -85,6 +103,21 @@ __attribute__((constructor)) static void shim_init(void) {
     g_real_destroy = (comm_fn)dlsym(RTLD_NEXT, "ncclCommDestroy");
     g_real_abort = (comm_fn)dlsym(RTLD_NEXT, "ncclCommAbort");
     g_real_alltoall = (alltoall_fn)dlsym(RTLD_NEXT, "ncclAlltoAll");
+    *(void **)&real_ncclAllReduce = dlsym(RTLD_NEXT, "ncclAllReduce");
+    *(void **)&real_ncclBroadcast = dlsym(RTLD_NEXT, "ncclBroadcast");
+    *(void **)&real_ncclBcast = dlsym(RTLD_NEXT, "ncclBcast");
+    *(void **)&real_ncclReduce = dlsym(RTLD_NEXT, "ncclReduce");
+    *(void **)&real_ncclAllGather = dlsym(RTLD_NEXT, "ncclAllGather");
+    *(void **)&real_ncclReduceScatter = dlsym(RTLD_NEXT, "ncclReduceScatter");
+    *(void **)&real_ncclAlltoAll = dlsym(RTLD_NEXT, "ncclAlltoAll");
+    *(void **)&real_ncclGather = dlsym(RTLD_NEXT, "ncclGather");
+    *(void **)&real_ncclScatter = dlsym(RTLD_NEXT, "ncclScatter");
+    *(void **)&real_ncclSend = dlsym(RTLD_NEXT, "ncclSend");
+    *(void **)&real_ncclRecv = dlsym(RTLD_NEXT, "ncclRecv");
+    *(void **)&real_ncclGroupStart = dlsym(RTLD_NEXT, "ncclGroupStart");
+    *(void **)&real_ncclGroupEnd = dlsym(RTLD_NEXT, "ncclGroupEnd");
+    const char *raw = getenv("HIDET_NCCL_SHIM_RAW");
+    g_raw = raw != NULL && strcmp(raw, "1") == 0;
     void *version = dlsym(RTLD_NEXT, "ncclGetVersion");
     Dl_info info;
     /* No NCCL in this process (a shell the preload reached): nothing to do; a call would
@@ -214,6 +247,7 @@ static int op_of(ncclRedOp_t op, hidet_nccl_op_t *out) {
 
 SHIM_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                        ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+    if (g_raw && real_ncclAllReduce != NULL) return real_ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
     SHIM_PREP("ncclAllReduce", comm, datatype);
     SHIM_OP("ncclAllReduce", op);
     SHIM_RETURN("ncclAllReduce", hidet_nccl_all_reduce(id_, sendbuff, recvbuff, count, dt_, op_, stream));
@@ -221,18 +255,21 @@ SHIM_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, siz
 
 SHIM_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                        int root, ncclComm_t comm, cudaStream_t stream) {
+    if (g_raw && real_ncclBroadcast != NULL) return real_ncclBroadcast(sendbuff, recvbuff, count, datatype, root, comm, stream);
     SHIM_PREP("ncclBroadcast", comm, datatype);
     SHIM_RETURN("ncclBroadcast", hidet_nccl_broadcast(id_, sendbuff, recvbuff, count, dt_, root, stream));
 }
 
 SHIM_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                    cudaStream_t stream) {
+    if (g_raw && real_ncclBcast != NULL) return real_ncclBcast(buff, count, datatype, root, comm, stream);
     SHIM_PREP("ncclBcast", comm, datatype);
     SHIM_RETURN("ncclBcast", hidet_nccl_broadcast(id_, buff, buff, count, dt_, root, stream));
 }
 
 SHIM_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                     ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+    if (g_raw && real_ncclReduce != NULL) return real_ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream);
     SHIM_PREP("ncclReduce", comm, datatype);
     SHIM_OP("ncclReduce", op);
     SHIM_RETURN("ncclReduce", hidet_nccl_reduce(id_, sendbuff, recvbuff, count, dt_, op_, root, stream));
@@ -240,6 +277,7 @@ SHIM_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t
 
 SHIM_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                                        ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+    if (g_raw && real_ncclAllGather != NULL) return real_ncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
     SHIM_PREP("ncclAllGather", comm, datatype);
     SHIM_RETURN("ncclAllGather", hidet_nccl_all_gather(id_, sendbuff, recvbuff, sendcount, dt_, stream));
 }
@@ -247,6 +285,7 @@ SHIM_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, siz
 SHIM_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
                                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                            cudaStream_t stream) {
+    if (g_raw && real_ncclReduceScatter != NULL) return real_ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
     SHIM_PREP("ncclReduceScatter", comm, datatype);
     SHIM_OP("ncclReduceScatter", op);
     SHIM_RETURN("ncclReduceScatter",
@@ -256,6 +295,7 @@ SHIM_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff,
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
 SHIM_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                       ncclComm_t comm, cudaStream_t stream) {
+    if (g_raw && real_ncclAlltoAll != NULL) return real_ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream);
     if (sendbuff == recvbuff && count > 0 && g_real_alltoall != NULL) {
         static atomic_int said;
         if (!atomic_exchange(&said, 1))
@@ -268,12 +308,14 @@ SHIM_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size
 
 SHIM_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                     int root, ncclComm_t comm, cudaStream_t stream) {
+    if (g_raw && real_ncclGather != NULL) return real_ncclGather(sendbuff, recvbuff, count, datatype, root, comm, stream);
     SHIM_PREP("ncclGather", comm, datatype);
     SHIM_RETURN("ncclGather", hidet_nccl_gather(id_, sendbuff, recvbuff, count, dt_, root, stream));
 }
 
 SHIM_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                      int root, ncclComm_t comm, cudaStream_t stream) {
+    if (g_raw && real_ncclScatter != NULL) return real_ncclScatter(sendbuff, recvbuff, count, datatype, root, comm, stream);
     SHIM_PREP("ncclScatter", comm, datatype);
     SHIM_RETURN("ncclScatter", hidet_nccl_scatter(id_, sendbuff, recvbuff, count, dt_, root, stream));
 }
@@ -281,19 +323,27 @@ SHIM_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_
 
 SHIM_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                   ncclComm_t comm, cudaStream_t stream) {
+    if (g_raw && real_ncclSend != NULL) return real_ncclSend(sendbuff, count, datatype, peer, comm, stream);
     SHIM_PREP("ncclSend", comm, datatype);
     SHIM_RETURN("ncclSend", hidet_nccl_send(id_, sendbuff, count, dt_, peer, stream));
 }
 
 SHIM_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                   cudaStream_t stream) {
+    if (g_raw && real_ncclRecv != NULL) return real_ncclRecv(recvbuff, count, datatype, peer, comm, stream);
     SHIM_PREP("ncclRecv", comm, datatype);
     SHIM_RETURN("ncclRecv", hidet_nccl_recv(id_, recvbuff, count, dt_, peer, stream));
 }
 
-SHIM_EXPORT ncclResult_t ncclGroupStart(void) { SHIM_RETURN("ncclGroupStart", hidet_nccl_group_start()); }
+SHIM_EXPORT ncclResult_t ncclGroupStart(void) {
+    if (g_raw && real_ncclGroupStart != NULL) return real_ncclGroupStart();
+    SHIM_RETURN("ncclGroupStart", hidet_nccl_group_start());
+}
 
-SHIM_EXPORT ncclResult_t ncclGroupEnd(void) { SHIM_RETURN("ncclGroupEnd", hidet_nccl_group_end()); }
+SHIM_EXPORT ncclResult_t ncclGroupEnd(void) {
+    if (g_raw && real_ncclGroupEnd != NULL) return real_ncclGroupEnd();
+    SHIM_RETURN("ncclGroupEnd", hidet_nccl_group_end());
+}
 
 /* Drops comm from the registry (the library never destroys a borrowed communicator), then
  * hands it to NCCL's own destroy or abort. */
