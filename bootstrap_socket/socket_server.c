@@ -130,7 +130,10 @@ static void *serve(void *arg) {
 
 /* Frees what start made (the thread stopped, or never started). */
 static void release(hidet_nccl_rendezvous_h rv) {
-    for (int i = 0; i < rv->n_sessions; i++) hidet_nccl__sk_session_free(rv->sessions[i]);
+    for (int i = 0; i < rv->n_sessions; i++) {
+        hidet_nccl__sk_session_end(rv->sessions[i]); /* ranks waiting for others are told why it ends */
+        hidet_nccl__sk_session_free(rv->sessions[i]);
+    }
     hidet_nccl__sk_admit_free(rv->admit);
     if (rv->lfd >= 0) close(rv->lfd);
     for (int i = 0; i < 2; i++)

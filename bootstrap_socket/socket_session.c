@@ -98,13 +98,13 @@ void hidet_nccl__sk_session_free(hn_sk_session_t *s) {
 
 static int alive(const hn_sk_session_t *s, int i) { return s->m[i].c.fd >= 0; }
 
-/* "1, 3 (2 of 4 ranks)": the job ranks not (or no longer) connected while admitting. */
-static void list_missing(const hn_sk_session_t *s, char *out, size_t cap) {
+/* "1, 3 (2 of 4 ranks)": the job ranks connected (in 1) or not, or no longer (in 0), while admitting. */
+static void list_ranks(const hn_sk_session_t *s, int in, char *out, size_t cap) {
     size_t used = 0;
     int count = 0, shown = 0;
     out[0] = '\0';
     for (int r = 0; r < s->job.nranks; r++) {
-        if (alive(s, r)) continue;
+        if (alive(s, r) != in) continue;
         count++;
         if (shown < 16 && used + 16 < cap) used += (size_t)snprintf(out + used, cap - used, "%s%d", shown++ ? ", " : "", r);
     }
@@ -172,7 +172,7 @@ static void breaks(hn_sk_session_t *s, const char *why) {
 static void gone(hn_sk_session_t *s, int i, const char *why) {
     char w[64], missing[192];
     who(s, i, w, sizeof w);
-    list_missing(s, missing, sizeof missing); /* while it waited */
+    list_ranks(s, 0, missing, sizeof missing); /* while it waited */
     hidet_nccl__sk_conn_close(&s->m[i].c);
     s->m[i].joined = 0;
     int closed = strcmp(why, HN_SK_PEER_CLOSED) == 0;
@@ -422,14 +422,8 @@ void hidet_nccl__sk_session_poll(const hn_sk_session_t *s, struct pollfd *fds, d
     if (s->state == RECOVERING && s->r_until < *next) *next = s->r_until;
 }
 
-/* Past the admission's end: the ranks that came are refused, saying who never did. */
-static void admission_over(hn_sk_session_t *s) {
-    char missing[192], text[HN_SK_MAX_REFUSE];
-    list_missing(s, missing, sizeof missing);
-    HN_WARN("socket rendezvous at port %d (job key '%s'): ranks %s never connected with a valid hello%s within %.0f s "
-            "of the first; the %d that came are refused", s->job.port, s->job.key, missing,
-            s->job.secret_len ? " and proof of the job secret" : "", s->admit_s, s->admitted);
-    snprintf(text, sizeof text, "ranks %s never connected within %.0f s of the first", missing, s->admit_s);
+/* The ranks that came are refused (text: why); their connections linger while there is room. */
+static void refuse_all(hn_sk_session_t *s, const char *text) {
     uint8_t m[HN_SK_HEADER + HN_SK_MAX_REFUSE + 4], zero[HN_SK_NONCE] = {0};
     size_t len = hidet_nccl__sk_encode(m, sizeof m, HN_SK_KIND_REFUSE, "-", 1, 0, 0, zero, text, (uint32_t)strlen(text));
     char why[256];
@@ -443,6 +437,31 @@ static void admission_over(hn_sk_session_t *s) {
         }
     }
     s->state = CLOSING;
+}
+
+/* Past the admission's end: the ranks that came are refused, saying who never did. */
+static void admission_over(hn_sk_session_t *s) {
+    char missing[192], text[HN_SK_MAX_REFUSE];
+    list_ranks(s, 0, missing, sizeof missing);
+    HN_WARN("socket rendezvous at port %d (job key '%s'): ranks %s never connected with a valid hello%s within %.0f s "
+            "of the first; the %d that came are refused", s->job.port, s->job.key, missing,
+            s->job.secret_len ? " and proof of the job secret" : "", s->admit_s, s->admitted);
+    snprintf(text, sizeof text, "ranks %s never connected within %.0f s of the first", missing, s->admit_s);
+    refuse_all(s, text);
+}
+
+void hidet_nccl__sk_session_end(hn_sk_session_t *s) {
+    if (s->state != ADMITTING || s->admitted == 0) return;
+    char missing[192], came[192], text[HN_SK_MAX_REFUSE];
+    list_ranks(s, 0, missing, sizeof missing);
+    list_ranks(s, 1, came, sizeof came);
+    HN_WARN("socket rendezvous at port %d (job key '%s'): stopped while a bootstrap of the job waited for ranks %s; "
+            "the ranks that came, %s, are refused (a node started twice with one --node-rank? ranks that made a "
+            "bootstrap the others did not?)", s->job.port, s->job.key, missing, came);
+    snprintf(text, sizeof text, "it ended, its launcher (node 0's) done or stopped, while this bootstrap waited for "
+             "ranks %s, which never came to it (a node started twice with one --node-rank? ranks that made a "
+             "bootstrap the others did not?)", missing);
+    refuse_all(s, text);
 }
 
 /* A lingering connection: its output goes, what it sends is dropped, its end closes it. */

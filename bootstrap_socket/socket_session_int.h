@@ -28,6 +28,9 @@ int hidet_nccl__sk_session_nfds(const hn_sk_session_t *s);
 void hidet_nccl__sk_session_poll(const hn_sk_session_t *s, struct pollfd *fds, double *next);
 /* After the poll: what came on its connections (fds as filled), and its timers. */
 void hidet_nccl__sk_session_events(hn_sk_session_t *s, const struct pollfd *fds);
+/* The rendezvous stops: a session still waiting for ranks refuses those that came, saying which
+ * never did (logged too), before it is freed. Nothing for a session in any other state. */
+void hidet_nccl__sk_session_end(hn_sk_session_t *s);
 /* 1 when nothing is left of it (every connection closed): free it. */
 int hidet_nccl__sk_session_over(const hn_sk_session_t *s);
 

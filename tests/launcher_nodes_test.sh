@@ -2,10 +2,11 @@
 # hidet-nccl-run across "nodes": two launcher invocations on this host, one per node, meeting
 # through the socket rendezvous (--master-addr/--master-port) and through a shared directory
 # (--rendezvous-dir with --job-key); the multi-node options checked; a node that never comes.
-#   launcher_nodes_test.sh HIDET_NCCL_RUN BOOTSTRAP_ENV_PEER
+#   launcher_nodes_test.sh HIDET_NCCL_RUN BOOTSTRAP_ENV_PEER LAUNCHER_CHILD
 set -u
 run=$(realpath "$1")
 peer=$(realpath "$2")
+child=$(realpath "$3")
 tmp=${TEST_TMPDIR:-$(mktemp -d)}/nodes
 rm -rf "$tmp"
 mkdir -p "$tmp"
@@ -187,6 +188,41 @@ wait $holder 2>/dev/null
 check "node 0's port in use: exit 1" [ "$rc" -eq 1 ]
 check "node 0's port in use: said, and no rank started" \
     eval 'grep -q "cannot serve the socket rendezvous: .*port $p on this host is in use" "$tmp/busy.log" && not_in started "$tmp/busy.log"'
+
+# A node started twice with one --node-rank (issue 38, item 10): both node 1s' ranks connect
+# before rank 0 comes, so one waits in a bootstrap of its own for a rank 0 that is in the other's.
+# Node 0's launcher, done, says so as it stops, and the waiting rank is refused, told why. Node 0
+# exited 0 saying nothing, and the duplicate's rank was told "(its own message says why)".
+p=$(port)
+go=$tmp/dup.go
+"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout 20 \
+    sh -c 'while [ ! -e "$0" ]; do sleep 0.05; done; exec "$1" bootstrap' "$go" "$child" >"$tmp/dup0.log" 2>&1 &
+dup0=$!
+for d in a b; do
+    "$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout 20 "$child" bootstrap \
+        >"$tmp/dup1$d.log" 2>&1 &
+    eval "dup1$d=\$!"
+done
+connected_to() { awk -v port="$(printf ':%04X' "$1")" '$3 ~ port "$" && $4 == "01"' /proc/net/tcp | wc -l; }
+for ((i = 0; i < 400; i++)); do [ "$(connected_to "$p")" -ge 2 ] && break; sleep 0.05; done
+touch "$go"
+wait "$dup0"
+rc0=$?
+wait "$dup1a"
+rca=$?
+wait "$dup1b"
+rcb=$?
+cat "$tmp/dup0.log" "$tmp/dup1a.log" "$tmp/dup1b.log"
+check "one --node-rank twice: node 0 exits 0 (its rank did its part) (rc $rc0)" [ "$rc0" -eq 0 ]
+check "one --node-rank twice: one node 1 exits 0, the other fails (rc $rca, $rcb)" \
+    [ $((rca == 0)) -ne $((rcb == 0)) ]
+check "one --node-rank twice: node 0's launcher says a bootstrap waited for rank 0" grep -q \
+    "stopped while a bootstrap of the job waited for ranks 0 (1 of 2 ranks); the ranks that came, 1 (1 of 2 ranks), are refused (a node started twice with one --node-rank?" \
+    "$tmp/dup0.log"
+check "one --node-rank twice: the waiting rank is refused, told why" eval \
+    'cat "$tmp/dup1a.log" "$tmp/dup1b.log" | grep -q "refused it: it ended, its launcher (node 0.s) done or stopped, while this bootstrap waited for ranks 0 (1 of 2 ranks), which never came to it (a node started twice with one --node-rank?"'
+check "one --node-rank twice: no message points at one that is not there" \
+    eval '! cat "$tmp/dup1a.log" "$tmp/dup1b.log" | grep -q "own message says why"'
 
 # A node that never comes: node 0's rank 0 gives up at the deadline, naming the missing ranks.
 p=$(port)

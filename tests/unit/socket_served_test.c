@@ -46,13 +46,18 @@ static void job_env(int served, const char *timeout) {
     hidet_nccl_settings_reload();
 }
 
-static hidet_nccl_bootstrap_h join_job(int port, int rank, int n) {
+static hidet_nccl_socket_bootstrap_params_t job_params(int port, int rank, int n) {
     hidet_nccl_socket_bootstrap_params_t p = HIDET_NCCL_SOCKET_BOOTSTRAP_PARAMS_INIT;
     p.master_addr = "127.0.0.1";
     p.master_port = port;
     p.job_key = "served";
     p.rank = rank;
     p.nranks = n;
+    return p;
+}
+
+static hidet_nccl_bootstrap_h join_job(int port, int rank, int n) {
+    hidet_nccl_socket_bootstrap_params_t p = job_params(port, rank, n);
     hidet_nccl_bootstrap_h bs = NULL;
     EXPECT(hidet_nccl_bootstrap_socket(&p, &bs) == HIDET_NCCL_SUCCESS);
     return bs;
@@ -229,6 +234,33 @@ static void test_served_gone(void) {
     close(g_stopped[1]);
 }
 
+/* The rendezvous stops while a bootstrap waits for ranks that never came (issue 38, item 10: a node
+ * started twice with one --node-rank, its ranks in a bootstrap of their own, and node 0's launcher
+ * done): the ranks waiting are refused and told why. They were told only that it closed their
+ * connection, "(its own message says why)", and no message said why anywhere. */
+static void waiting_main(int port, int rank, int n) {
+    hidet_nccl_socket_bootstrap_params_t p = job_params(port, rank, n);
+    hidet_nccl_bootstrap_h bs = NULL;
+    EXPECT(hidet_nccl_bootstrap_socket(&p, &bs) == HIDET_NCCL_ERROR_BOOTSTRAP);
+    const char *why = hidet_nccl_last_error();
+    EXPECT(strstr(why, "refused it: it ended, its launcher (node 0's) done or stopped, while this bootstrap waited "
+                       "for ranks 0 (1 of 2 ranks), which never came to it (a node started twice with one "
+                       "--node-rank?") != NULL);
+}
+
+static void test_served_ends_while_waiting(void) {
+    job_env(1, "20");
+    int port = hn_test_port();
+    pid_t pid = spawn(waiting_main, port, 1, 2);
+    hidet_nccl_rendezvous_h rv = serve(port, 2, 20);
+    int live = 0; /* rank 1 is in a bootstrap of its own */
+    for (double until = now() + 10; live == 0 && now() < until; usleep(10 * 1000))
+        HN_ASSERT_STATUS(hidet_nccl_rendezvous_live(rv, &live), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(live, 1);
+    HN_ASSERT_STATUS(hidet_nccl_rendezvous_stop(rv), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(exit_of(pid), 0);
+}
+
 /* ---------------------------------------------------------------- rank 0's hub */
 
 /* Rank 2 dies: rank 0, the decider, goes on with rank 1. */
@@ -371,6 +403,7 @@ int main(void) {
         {"a rank dies: the others know at once and go on", test_served_death},
         {"a rank that does not join is left out, and told", test_served_left_out},
         {"the rendezvous stops: the ranks say it is gone", test_served_gone},
+        {"the rendezvous stops while ranks wait for others: refused, told why", test_served_ends_while_waiting},
         {"rank 0's hub: rank 2 dies, rank 0 decides", test_hub_death},
         {"rank 0's hub: rank 0 dies, recover fails at once saying why", test_hub_rank0_dead},
         {"news of a round: the others hear it and join", test_news},
