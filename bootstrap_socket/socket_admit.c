@@ -19,6 +19,11 @@
 
 #define STEP_S 5.0     /* a connection's time to say hello, or to answer the challenge */
 #define LOGGED_DROPS 8 /* drops logged one by one; the rest are counted */
+/* Descriptors a hub's process keeps besides the ranks' connections and those waiting: rank 0's
+ * own (standard streams, the listening socket, what CUDA and the program hold); the launcher's
+ * (the listening socket, a wake pipe, its ranks' pipes and logs, its watchdog). */
+#define SPARE_RANK0 32
+#define SPARE_SERVED 64
 
 typedef enum { WAIT_HELLO, WAIT_PROOF } step_t;
 
@@ -41,7 +46,8 @@ struct hn_sk_admit {
     void *ctx;
     const char *hub; /* "rank 0", or "the rendezvous" */
     double deadline; /* of the current events call: no send waits past it */
-    pending_t pend[HN_SK_PENDING_MAX];
+    int cap;         /* connections that may wait at once: as many as the open-files limit leaves */
+    pending_t *pend;
     long dropped;
     char last[384];
     char *msg;
@@ -71,7 +77,7 @@ static void refuse(hn_sk_admit_t *r, pending_t *p, const char *told, const char 
  * has said a valid hello of this job is a rank in the middle of proving itself). 0 when none. */
 static int evict_oldest(hn_sk_admit_t *r) {
     pending_t *old = NULL;
-    for (int i = 0; i < HN_SK_PENDING_MAX; i++) {
+    for (int i = 0; i < r->cap; i++) {
         pending_t *p = &r->pend[i];
         if (p->fd < 0) continue;
         int better = old == NULL || (p->step == WAIT_HELLO && old->step == WAIT_PROOF) ||
@@ -186,7 +192,7 @@ static hidet_nccl_status_t step(hn_sk_admit_t *r, pending_t *p) {
 }
 
 static pending_t *free_slot(hn_sk_admit_t *r) {
-    for (int i = 0; i < HN_SK_PENDING_MAX; i++)
+    for (int i = 0; i < r->cap; i++)
         if (r->pend[i].fd < 0) return &r->pend[i];
     return NULL;
 }
@@ -197,7 +203,7 @@ static pending_t *free_slot(hn_sk_admit_t *r) {
 static hidet_nccl_status_t accept_all(hn_sk_admit_t *r) {
     /* At most a quarter of the table per wait: proofs already in their sockets are read before
      * a flood can push their connections out. */
-    for (int tries = 0; tries < HN_SK_PENDING_MAX / 4; tries++) {
+    for (int tries = 0; tries < r->cap / 4; tries++) {
         char peer[HN_SK_PEER_BYTES], why[256];
         int fd = hidet_nccl__sk_accept(r->lfd, peer, sizeof peer, why, sizeof why);
         if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
@@ -223,36 +229,71 @@ static hidet_nccl_status_t accept_all(hn_sk_admit_t *r) {
     return HIDET_NCCL_SUCCESS;
 }
 
+/* How many connections may wait at once at the hub: up to HN_SK_PENDING_MAX, as many as the
+ * open-files limit (raised to the hard one where it is lower) leaves beside the ranks'
+ * connections and the process's own; 0 and why when it leaves fewer than HN_SK_PENDING_MIN. */
+static int room(const hn_sk_state_t *job, int serves_rank0, char *msg, size_t n) {
+    int conns = serves_rank0 ? job->nranks : job->nranks - 1, spare = serves_rank0 ? SPARE_SERVED : SPARE_RANK0;
+    /* a served rendezvous: room for two bootstraps of the job at once before the waiting ones */
+    int hard, limit = hidet_nccl__sk_enough_files(conns * (serves_rank0 ? 2 : 1) + spare + HN_SK_PENDING_MAX, &hard);
+    int need = conns + spare + HN_SK_PENDING_MIN;
+    if (limit >= need) {
+        if (limit - conns - spare >= HN_SK_PENDING_MAX) return HN_SK_PENDING_MAX;
+        HN_INFO("socket rendezvous (%d ranks): the open-files limit %d leaves room for %d connections waiting to be "
+                "admitted at once (of %d)", job->nranks, limit, limit - conns - spare, HN_SK_PENDING_MAX);
+        return limit - conns - spare;
+    }
+    char hard_s[48] = "";
+    if (hard != limit) snprintf(hard_s, sizeof hard_s, ", the hard limit %d", hard);
+    hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM,
+                    "%s: the open-files limit (ulimit -n) is %d%s: too few for the socket rendezvous of %d ranks, "
+                    "whose hub needs at least %d descriptors (%d for the ranks' connections, %d for connections "
+                    "waiting to be admitted, %d for the process); raise it (ulimit -n %d or more)",
+                    serves_rank0 ? "the rendezvous" : "rank 0", limit, hard_s, job->nranks, need, conns,
+                    HN_SK_PENDING_MIN, spare, need);
+    return 0;
+}
+
 hidet_nccl_status_t hidet_nccl__sk_admit_new(const hn_sk_state_t *job, int lfd, int serves_rank0, hn_sk_take_t take,
                                              void *ctx, hn_sk_admit_t **out, char *msg, size_t n) {
+    int cap = room(job, serves_rank0, msg, n);
+    if (cap == 0) return HIDET_NCCL_ERROR_SYSTEM;
     hn_sk_admit_t *r = calloc(1, sizeof *r);
-    if (r == NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for the admission table");
+    pending_t *pend = calloc((size_t)cap, sizeof *pend);
+    if (r == NULL || pend == NULL) {
+        free(r);
+        free(pend);
+        return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for the admission table");
+    }
+    r->cap = cap;
+    r->pend = pend;
     hidet_nccl__sk_job_copy(&r->job, job);
     r->lfd = lfd;
     r->serves_rank0 = serves_rank0;
     r->hub = serves_rank0 ? "the rendezvous" : "rank 0";
     r->take = take;
     r->ctx = ctx;
-    for (int i = 0; i < HN_SK_PENDING_MAX; i++) r->pend[i].fd = -1;
+    for (int i = 0; i < r->cap; i++) r->pend[i].fd = -1;
     *out = r;
     return HIDET_NCCL_SUCCESS;
 }
 
 void hidet_nccl__sk_admit_free(hn_sk_admit_t *r) {
     if (r == NULL) return;
-    for (int i = 0; i < HN_SK_PENDING_MAX; i++)
+    for (int i = 0; i < r->cap; i++)
         if (r->pend[i].fd >= 0) close(r->pend[i].fd);
     if (r->dropped > LOGGED_DROPS)
         HN_WARN("socket rendezvous: %ld connections dropped in all (the first %d logged)", r->dropped, LOGGED_DROPS);
     explicit_bzero(r->job.secret, sizeof r->job.secret);
+    free(r->pend);
     free(r);
 }
 
-int hidet_nccl__sk_admit_nfds(void) { return 1 + HN_SK_PENDING_MAX; }
+int hidet_nccl__sk_admit_nfds(const hn_sk_admit_t *r) { return 1 + r->cap; }
 
 void hidet_nccl__sk_admit_poll(const hn_sk_admit_t *r, struct pollfd *fds, double *next) {
     fds[0] = (struct pollfd){r->lfd, POLLIN, 0};
-    for (int i = 0; i < HN_SK_PENDING_MAX; i++) {
+    for (int i = 0; i < r->cap; i++) {
         fds[1 + i] = (struct pollfd){r->pend[i].fd, POLLIN, 0};
         if (r->pend[i].fd >= 0 && r->pend[i].until < *next) *next = r->pend[i].until;
     }
@@ -264,13 +305,13 @@ hidet_nccl_status_t hidet_nccl__sk_admit_events(hn_sk_admit_t *r, const struct p
     r->msg = msg;
     r->n = n;
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    for (int i = 0; i < HN_SK_PENDING_MAX && st == HIDET_NCCL_SUCCESS; i++)
+    for (int i = 0; i < r->cap && st == HIDET_NCCL_SUCCESS; i++)
         if (r->pend[i].fd >= 0 && r->pend[i].fd == fds[1 + i].fd && (fds[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
             st = step(r, &r->pend[i]);
     if (st == HIDET_NCCL_SUCCESS && (fds[0].revents & POLLIN)) st = accept_all(r);
     if (st != HIDET_NCCL_SUCCESS) return st;
     double now = hidet_nccl__now();
-    for (int i = 0; i < HN_SK_PENDING_MAX; i++)
+    for (int i = 0; i < r->cap; i++)
         if (r->pend[i].fd >= 0 && now >= r->pend[i].until)
             drop(r, &r->pend[i], r->pend[i].step == WAIT_HELLO ? "no hello within its time" : "no proof within its time");
     return HIDET_NCCL_SUCCESS;

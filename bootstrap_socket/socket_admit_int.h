@@ -30,14 +30,18 @@ typedef hidet_nccl_status_t (*hn_sk_take_t)(void *ctx, const hn_sk_admitted_t *a
 typedef struct hn_sk_admit hn_sk_admit_t;
 
 /* Admission of job's ranks (key, size, secret: read, not kept) from the listening socket lfd (not
- * owned). rank 0's hub admits ranks 1 .. nranks-1; a served one (serves_rank0) 0 .. nranks-1. */
+ * owned). rank 0's hub admits ranks 1 .. nranks-1; a served one (serves_rank0) 0 .. nranks-1. Its
+ * table of connections waiting holds up to HN_SK_PENDING_MAX, as many as the open-files limit
+ * leaves (the soft limit raised to the hard one where it is lower); a limit that leaves fewer
+ * than HN_SK_PENDING_MIN is HIDET_NCCL_ERROR_SYSTEM naming it and what the job needs. */
 hidet_nccl_status_t hidet_nccl__sk_admit_new(const hn_sk_state_t *job, int lfd, int serves_rank0, hn_sk_take_t take,
                                              void *ctx, hn_sk_admit_t **out, char *msg, size_t n);
 /* Closes every connection still waiting (not lfd) and frees a. NULL: nothing. */
 void hidet_nccl__sk_admit_free(hn_sk_admit_t *a);
 
-/* How many pollfds hidet_nccl__sk_admit_poll fills. */
-int hidet_nccl__sk_admit_nfds(void);
+/* How many pollfds hidet_nccl__sk_admit_poll fills (free slots among them: poll them with
+ * hidet_nccl__sk_poll, which passes poll(2) the descriptors alone). */
+int hidet_nccl__sk_admit_nfds(const hn_sk_admit_t *a);
 /* The listening socket and every waiting connection into fds (free slots: fd -1); *next lowered
  * to the end of the earliest step. */
 void hidet_nccl__sk_admit_poll(const hn_sk_admit_t *a, struct pollfd *fds, double *next);

@@ -162,8 +162,7 @@ static hidet_nccl_status_t socket_init(const void *params_v, const hidet_nccl_bo
         return st;
     }
     double deadline = hidet_nccl__now() + args->timeout_s;
-    if (s->nranks > 1 && s->rank == 0 && !s->served) {
-        hidet_nccl__sk_enough_files(s->nranks + HN_SK_PENDING_MAX + 32); /* the ranks, the connections waiting, spare */
+    if (s->nranks > 1 && s->rank == 0 && !s->served) { /* its hub sizes itself from the open-files limit */
         if (getrandom(s->session, sizeof s->session, 0) != (ssize_t)sizeof s->session)
             st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "getrandom: %s", strerror(errno));
         else

@@ -79,12 +79,13 @@ static hidet_nccl_status_t timed_out(const hn_sk_state_t *s, const hn_sk_admit_t
 
 /* One wait: poll the listening socket and every waiting connection until something happens or
  * the first of their deadlines; then accept, read, and drop whatever is past its step's end. */
-static hidet_nccl_status_t wait_once(hn_sk_admit_t *a, struct pollfd *fds, double deadline, char *msg, size_t n) {
+static hidet_nccl_status_t wait_once(hn_sk_admit_t *a, struct pollfd *fds, hn_sk_poller_t *poller, double deadline,
+                                     char *msg, size_t n) {
     double now = hidet_nccl__now(), next = deadline;
     hidet_nccl__sk_admit_poll(a, fds, &next);
     if (next - now > 60.0) next = now + 60.0; /* a far deadline: wake each minute (ms fits an int) */
     int ms = next > now ? (int)((next - now) * 1000) + 1 : 0;
-    if (poll(fds, (nfds_t)hidet_nccl__sk_admit_nfds(), ms) < 0 && errno != EINTR)
+    if (hidet_nccl__sk_poll(poller, fds, (size_t)hidet_nccl__sk_admit_nfds(a), ms) < 0 && errno != EINTR)
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "rank 0: poll: %s", strerror(errno));
     return hidet_nccl__sk_admit_events(a, fds, deadline, msg, n);
 }
@@ -109,18 +110,22 @@ hidet_nccl_status_t hidet_nccl__sk_root_handshake(hn_sk_state_t *s, double deadl
     if (lfd < 0) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank 0: %s", why);
     root_t r = {.s = s};
     hn_sk_admit_t *a = NULL;
-    struct pollfd *fds = calloc((size_t)hidet_nccl__sk_admit_nfds(), sizeof *fds);
-    r.theirs = calloc((size_t)s->nranks, HN_SK_NONCE);
-    r.ours = calloc((size_t)s->nranks, HN_SK_NONCE);
-    r.peers = calloc((size_t)s->nranks, HN_SK_PEER_BYTES);
-    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-    if (!fds || !r.theirs || !r.ours || !r.peers) st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
-    if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__sk_admit_new(s, lfd, 0, take, &r, &a, msg, n);
+    hn_sk_poller_t poller = {0};
+    struct pollfd *fds = NULL;
+    hidet_nccl_status_t st = hidet_nccl__sk_admit_new(s, lfd, 0, take, &r, &a, msg, n);
+    if (st == HIDET_NCCL_SUCCESS) {
+        fds = calloc((size_t)hidet_nccl__sk_admit_nfds(a), sizeof *fds);
+        r.theirs = calloc((size_t)s->nranks, HN_SK_NONCE);
+        r.ours = calloc((size_t)s->nranks, HN_SK_NONCE);
+        r.peers = calloc((size_t)s->nranks, HN_SK_PEER_BYTES);
+        if (!fds || !r.theirs || !r.ours || !r.peers) st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
+    }
     while (st == HIDET_NCCL_SUCCESS && joined(s) < s->nranks - 1)
-        st = hidet_nccl__now() >= deadline ? timed_out(s, a, msg, n) : wait_once(a, fds, deadline, msg, n);
+        st = hidet_nccl__now() >= deadline ? timed_out(s, a, msg, n) : wait_once(a, fds, &poller, deadline, msg, n);
     hidet_nccl__sk_admit_free(a);
     close(lfd);
     for (int rank = 1; st == HIDET_NCCL_SUCCESS && rank < s->nranks; rank++) st = welcome(&r, rank, deadline, msg, n);
+    hidet_nccl__sk_poller_free(&poller);
     free(fds);
     free(r.theirs);
     free(r.ours);

@@ -1,6 +1,7 @@
 /* TCP under deadlines for the socket rendezvous. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -190,10 +191,48 @@ int hidet_nccl__sk_recv(int fd, double deadline, uint8_t **buf, size_t *len, cha
     return 1;
 }
 
-void hidet_nccl__sk_enough_files(int needed) {
+static int clamp_limit(rlim_t v) { return v == RLIM_INFINITY || v > (rlim_t)INT_MAX ? INT_MAX : (int)v; }
+
+int hidet_nccl__sk_enough_files(int needed, int *hard) {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)needed && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        *hard = INT_MAX;
+        return INT_MAX; /* nothing to go by: poll says so, if it must */
     }
+    if (rl.rlim_cur < (rlim_t)needed && rl.rlim_cur < rl.rlim_max) {
+        struct rlimit raised = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+    }
+    *hard = clamp_limit(rl.rlim_max);
+    return clamp_limit(rl.rlim_cur);
+}
+
+int hidet_nccl__sk_poll(hn_sk_poller_t *p, struct pollfd *fds, size_t n, int ms) {
+    if (n > p->cap) {
+        struct pollfd *packed = realloc(p->packed, n * sizeof *packed);
+        if (packed != NULL) p->packed = packed;
+        size_t *where = packed != NULL ? realloc(p->where, n * sizeof *where) : NULL;
+        if (where == NULL) {
+            errno = ENOMEM;
+            return -1;
+        }
+        p->where = where;
+        p->cap = n;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        fds[i].revents = 0;
+        if (fds[i].fd < 0) continue;
+        p->packed[k] = fds[i];
+        p->where[k++] = i;
+    }
+    int rc = poll(p->packed, (nfds_t)k, ms);
+    for (size_t j = 0; rc > 0 && j < k; j++) fds[p->where[j]].revents = p->packed[j].revents;
+    return rc;
+}
+
+void hidet_nccl__sk_poller_free(hn_sk_poller_t *p) {
+    free(p->packed);
+    free(p->where);
+    *p = (hn_sk_poller_t){NULL, NULL, 0};
 }

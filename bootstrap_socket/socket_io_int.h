@@ -3,6 +3,7 @@
 #ifndef HIDET_NCCL_BOOTSTRAP_SOCKET_SOCKET_IO_INT_H_
 #define HIDET_NCCL_BOOTSTRAP_SOCKET_SOCKET_IO_INT_H_
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,7 +30,20 @@ int hidet_nccl__sk_read(int fd, void *buf, size_t len, double deadline, char *wh
  * the deadline passed; -1 closed, failed or not a message (why). */
 int hidet_nccl__sk_recv(int fd, double deadline, uint8_t **buf, size_t *len, char *why, size_t why_bytes);
 
-/* Raises the soft limit of open files to the hard one when a hub needs `needed`. */
-void hidet_nccl__sk_enough_files(int needed);
+/* The open-files limit for a hub that wants `needed` descriptors: the soft limit, raised to the
+ * hard one (*hard) first where it is lower than needed and the system allows it. INT_MAX for no
+ * limit. */
+int hidet_nccl__sk_enough_files(int needed, int *hard);
+
+/* poll(2) over the entries of fds[0 .. n) that hold a descriptor (fd >= 0) alone, the others
+ * given revents 0: poll refuses more entries than the open-files limit, free ones included, and a
+ * hub's tables have many more free slots than it may open descriptors. What it packs is kept in
+ * p (zeroed at first) for the next call. poll's result; -1 with errno ENOMEM when out of memory. */
+typedef struct {
+    struct pollfd *packed;
+    size_t *where, cap;
+} hn_sk_poller_t;
+int hidet_nccl__sk_poll(hn_sk_poller_t *p, struct pollfd *fds, size_t n, int ms);
+void hidet_nccl__sk_poller_free(hn_sk_poller_t *p);
 
 #endif

@@ -32,6 +32,7 @@ struct hidet_nccl_rendezvous {
     int n_sessions, cap_sessions, next_id;
     struct pollfd *fds;
     size_t cap_fds;
+    hn_sk_poller_t poller; /* passes poll(2) the descriptors of fds alone */
     atomic_int live; /* sessions with a rank still connected, after the last wait */
 };
 
@@ -73,15 +74,20 @@ static int room(hidet_nccl_rendezvous_h rv, size_t n) {
     return 0;
 }
 
+/* After a failure: a second's pause, which a stop ends. 0, or 1 when asked to stop. */
+static int pause_for_stop(hidet_nccl_rendezvous_h rv) {
+    struct pollfd wake = {rv->wake[0], POLLIN, 0};
+    return poll(&wake, 1, 1000) > 0;
+}
+
 /* One wait and what came: 0, or 1 when asked to stop. */
 static int serve_once(hidet_nccl_rendezvous_h rv) {
-    int na = hidet_nccl__sk_admit_nfds(), polled = rv->n_sessions;
+    int na = hidet_nccl__sk_admit_nfds(rv->admit), polled = rv->n_sessions;
     size_t total = 1 + (size_t)na;
     for (int i = 0; i < polled; i++) total += (size_t)hidet_nccl__sk_session_nfds(rv->sessions[i]);
     if (room(rv, total) != 0) {
         HN_WARN("socket rendezvous at port %d: out of memory for %zu descriptors; waiting", rv->job.port, total);
-        sleep(1);
-        return 0;
+        return pause_for_stop(rv);
     }
     double now = hidet_nccl__now(), next = now + 60.0;
     rv->fds[0] = (struct pollfd){rv->wake[0], POLLIN, 0};
@@ -92,10 +98,9 @@ static int serve_once(hidet_nccl_rendezvous_h rv) {
         k += (size_t)hidet_nccl__sk_session_nfds(rv->sessions[i]);
     }
     int ms = next > now ? (int)((next - now) * 1000) + 1 : 0;
-    if (poll(rv->fds, (nfds_t)k, ms) < 0 && errno != EINTR) {
+    if (hidet_nccl__sk_poll(&rv->poller, rv->fds, k, ms) < 0 && errno != EINTR) {
         HN_WARN("socket rendezvous at port %d: poll: %s", rv->job.port, strerror(errno));
-        sleep(1);
-        return 0;
+        return pause_for_stop(rv);
     }
     if (rv->fds[0].revents) return 1;
     char msg[512] = "";
@@ -141,6 +146,7 @@ static void release(hidet_nccl_rendezvous_h rv) {
     explicit_bzero(rv->job.secret, sizeof rv->job.secret);
     free(rv->sessions);
     free(rv->fds);
+    hidet_nccl__sk_poller_free(&rv->poller);
     free(rv);
 }
 
@@ -222,8 +228,7 @@ hidet_nccl_status_t hidet_nccl_rendezvous_start(const hidet_nccl_rendezvous_para
     if (st == HIDET_NCCL_SUCCESS && (st = hidet_nccl__sk_admit_new(&rv->job, rv->lfd, 1, take, rv, &rv->admit, msg,
                                                                     sizeof msg)) != HIDET_NCCL_SUCCESS)
         st = HN_FAIL(st, "%s", msg);
-    if (st == HIDET_NCCL_SUCCESS) {
-        hidet_nccl__sk_enough_files(p.nranks * 2 + HN_SK_PENDING_MAX + 64);
+    if (st == HIDET_NCCL_SUCCESS) { /* the admission sized itself from the open-files limit */
         int rc = pthread_create(&rv->thread, NULL, serve, rv);
         if (rc != 0) st = HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "cannot start the rendezvous' thread: %s", strerror(rc));
     }

@@ -12,6 +12,7 @@
 #include "core/base/kit.h"
 
 #define HN_SK_PENDING_MAX 1024 /* connections waiting at once at the hub, beside the ranks already admitted */
+#define HN_SK_PENDING_MIN 16   /* ... at least: an open-files limit that leaves fewer is too small for the job */
 
 /* A rank's side of the rendezvous (and, at a served rendezvous, the job it serves: key, size,
  * secret). After a recovery round, rank and nranks are the rank's place among the survivors. */

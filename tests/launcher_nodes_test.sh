@@ -189,6 +189,28 @@ check "node 0's port in use: exit 1" [ "$rc" -eq 1 ]
 check "node 0's port in use: said, and no rank started" \
     eval 'grep -q "cannot serve the socket rendezvous: .*port $p on this host is in use" "$tmp/busy.log" && not_in started "$tmp/busy.log"'
 
+# The served rendezvous under the usual open-files limit (issue 38, item 5): it polled its 1024
+# admission slots beside its ranks' connections, more descriptors than `ulimit -n 1024` allows:
+# poll failed (EINVAL) every second, nobody was admitted, and the launcher never ended. A limit
+# too small for the job is said at start, naming it, before any rank starts.
+for limit in 1024 256; do
+    (ulimit -n $limit && timeout -k 2 20 "$run" --rendezvous socket -n 3 --timeout 5 "$peer" socket) \
+        >"$tmp/nofile$limit.log" 2>&1
+    rc=$?
+    check "ulimit -n $limit: exit 0 (rc $rc)" [ "$rc" -eq 0 ]
+    check "ulimit -n $limit: 3 ranks say 0 failed" \
+        [ "$(grep -c 'of 3: bootstrap_env_peer socket: .* 0 failed' "$tmp/nofile$limit.log")" -eq 3 ]
+done
+p=$(port)
+(ulimit -n 128 && timeout -k 2 10 "$run" --nnodes 100 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 1 \
+    sh -c 'echo started') >"$tmp/nofile_small.log" 2>&1
+rc=$?
+cat "$tmp/nofile_small.log"
+check "ulimit -n 128 for 100 ranks: exit 1 (rc $rc)" [ "$rc" -eq 1 ]
+check "ulimit -n 128 for 100 ranks: said at start, naming the limit; no rank started" eval \
+    'grep -q "cannot serve the socket rendezvous: .*the open-files limit (ulimit -n) is 128" "$tmp/nofile_small.log" &&
+     not_in started "$tmp/nofile_small.log"'
+
 # A node started twice with one --node-rank (issue 38, item 10): both node 1s' ranks connect
 # before rank 0 comes, so one waits in a bootstrap of its own for a rank 0 that is in the other's.
 # Node 0's launcher, done, says so as it stops, and the waiting rank is refused, told why. Node 0

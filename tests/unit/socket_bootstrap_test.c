@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -196,6 +197,59 @@ static void test_connected_no_welcome(void) {
     hidet_nccl_settings_reload();
 }
 
+/* Under an open-files limit of `limit` (soft and hard, as `ulimit -n` sets them), in a child: a
+ * job of n ranks, each a child of it; or (n > limit) rank 0 alone, which must refuse at once,
+ * naming the limit. 0 when it holds, else 1 (what went wrong on stderr). */
+static int limited(rlim_t limit, int n) {
+    setenv("HIDET_NCCL_TIMEOUT", "20", 1); /* the ranks' (no rank waits long for a rank 0 that failed) */
+    hidet_nccl_settings_reload();
+    struct rlimit rl = {limit, limit};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        perror("setrlimit");
+        return 1;
+    }
+    int port = hn_test_port();
+    if (n > (int)limit) {
+        hidet_nccl_socket_bootstrap_params_t p = params(port, 0, n, "limited");
+        hidet_nccl_bootstrap_h bs = NULL;
+        char want[96];
+        snprintf(want, sizeof want, "rank 0: the open-files limit (ulimit -n) is %d: too few", (int)limit);
+        double t0 = now();
+        hidet_nccl_status_t st = hidet_nccl_bootstrap_socket(&p, &bs);
+        const char *why = hidet_nccl_last_error();
+        if (st == HIDET_NCCL_ERROR_SYSTEM && strstr(why, want) != NULL && strstr(why, "ulimit -n 1") != NULL &&
+            now() - t0 < 1.0)
+            return 0;
+        fprintf(stderr, "status %d after %.1f s: %s (wanted '%s' at once)\n", st, now() - t0, why, want);
+        return 1;
+    }
+    pid_t pids[8];
+    for (int r = n - 1; r >= 0; r--) pids[r] = spawn_rank(port, r, n, "limited");
+    int ok = 0;
+    for (int r = 0; r < n; r++) ok += wait_ok(pids[r]);
+    return ok == n ? 0 : 1;
+}
+
+/* Under the usual open-files limit (issue 38, item 5): rank 0's hub polled its 1024 admission
+ * slots and the listening socket, more entries than `ulimit -n 1024` allows: poll failed (EINVAL)
+ * and rank 0 with it, at once ("rank 0: poll: Invalid argument"); a limit too small for the job
+ * is said at start, naming it. */
+static void test_open_files_limit(void) {
+    static const struct {
+        rlim_t limit;
+        int n;
+    } cases[] = {{1024, 3}, {256, 3}, {64, 100}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) _exit(limited(cases[i].limit, cases[i].n));
+        if (!wait_ok(pid)) {
+            fprintf(stderr, "under ulimit -n %d, %d ranks: failed\n", (int)cases[i].limit, cases[i].n);
+            CU_FAIL("a job under an open-files limit");
+        }
+    }
+}
+
 /* From the environment, as hidet-nccl-run --master-addr and torchrun give it. */
 static void test_from_environment(void) {
     int port = hn_test_port();
@@ -285,6 +339,7 @@ int main(void) {
         {"errors before the deadline", test_errors_before_the_deadline},
         {"one rank twice", test_rank_twice},
         {"connected, and rank 0 gave up on a missing rank", test_connected_no_welcome},
+        {"under ulimit -n 1024 and 256; a limit too small said", test_open_files_limit},
         {"from the environment", test_from_environment},
         {"under torchrun, whose agent holds MASTER_PORT", test_under_torchrun},
         {NULL, NULL},
