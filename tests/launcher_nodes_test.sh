@@ -211,6 +211,37 @@ check "ulimit -n 128 for 100 ranks: said at start, naming the limit; no rank sta
     'grep -q "cannot serve the socket rendezvous: .*the open-files limit (ulimit -n) is 128" "$tmp/nofile_small.log" &&
      not_in started "$tmp/nofile_small.log"'
 
+# SIGUSR1 and SIGUSR2 to node 0's launcher while it serves the rendezvous for node 1's ranks, its
+# own ranks ended (--keep-going; issue 38, item 6): they are the ranks' signals, so it serves on.
+# It ended at once, saying nothing, and node 1's ranks found the rendezvous gone ("send: Broken
+# pipe"). Node 1's ranks recover without node 0's once the signals are taken.
+p=$(port)
+go=$tmp/usr.go
+for node in 1 0; do
+    "$run" --nnodes 2 --node-rank $node --master-addr 127.0.0.1 --master-port "$p" -n 2 --keep-going --timeout 30 \
+        "$child" outlive 2 "$go" >"$tmp/usr$node.log" 2>&1 &
+    eval "usr$node=\$!"
+done
+for ((i = 0; i < 600; i++)); do grep -q "serving the rendezvous while" "$tmp/usr0.log" && break; sleep 0.05; done
+kill -USR1 "$usr0"
+kill -USR2 "$usr0"
+# taken when none is pending any more (or the launcher is gone)
+for ((i = 0; i < 200; i++)); do
+    pending=$(sed -n 's/^ShdPnd:[[:space:]]*//p' "/proc/$usr0/status" 2>/dev/null)
+    [ -z "$pending" ] || [ "$pending" = 0000000000000000 ] && break
+    sleep 0.01
+done
+touch "$go"
+wait "$usr1"
+rc1=$?
+wait "$usr0"
+rc0=$?
+cat "$tmp/usr0.log" "$tmp/usr1.log"
+check "SIGUSR1, SIGUSR2 to node 0 serving node 1: node 1's ranks went on (rc $rc1)" eval \
+    '[ "$rc1" -eq 0 ] && grep -q "rank 2 went on as rank 0 of 2" "$tmp/usr1.log" &&
+     grep -q "rank 3 went on as rank 1 of 2" "$tmp/usr1.log"'
+check "SIGUSR1, SIGUSR2 to node 0 serving node 1: node 0 exits 0 once they are done (rc $rc0)" [ "$rc0" -eq 0 ]
+
 # A node started twice with one --node-rank (issue 38, item 10): both node 1s' ranks connect
 # before rank 0 comes, so one waits in a bootstrap of its own for a rank 0 that is in the other's.
 # Node 0's launcher, done, says so as it stops, and the waiting rank is refused, told why. Node 0

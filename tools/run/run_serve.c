@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -37,7 +38,9 @@ void run_serve_rendezvous(void) {
 
 /* Node 0's launcher under --keep-going, its own ranks ended: the rendezvous it serves outlives
  * them while the other nodes' ranks are connected (they may be recovering without node 0's
- * ranks), until a signal asks it to stop. */
+ * ranks), until a stopping signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM) asks it to stop.
+ * SIGUSR1 and SIGUSR2 are the ranks' (they stop nothing, and this node's ranks have ended), as
+ * SIGCHLD and SIGPIPE are nobody's: serving goes on. */
 void run_serve_the_others(int sfd) {
     int live = 0;
     if (g.rv == NULL || g.nnodes < 2 || !g.keep_going || hidet_nccl_rendezvous_live(g.rv, &live) != HIDET_NCCL_SUCCESS || live == 0)
@@ -46,10 +49,13 @@ void run_serve_the_others(int sfd) {
                     "are connected (%d bootstrap%s)\n", live, live == 1 ? "" : "s");
     while (hidet_nccl_rendezvous_live(g.rv, &live) == HIDET_NCCL_SUCCESS && live > 0) {
         struct pollfd p = {sfd, POLLIN, 0};
-        if (poll(&p, 1, 100) > 0) {
-            struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD && si.ssi_signo != SIGPIPE)
-                return; /* SIGINT, SIGTERM, SIGHUP: stop serving */
-        }
+        struct signalfd_siginfo si;
+        if (poll(&p, 1, 100) <= 0 || read(sfd, &si, sizeof si) != (ssize_t)sizeof si) continue;
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGCHLD || sig == SIGPIPE) continue;
+        fprintf(stderr, "hidet-nccl-run: got signal %d (%s); no longer serving the rendezvous (the other nodes' ranks "
+                        "still connected to it lose it: %d bootstrap%s)\n", sig, strsignal(sig), live,
+                live == 1 ? "" : "s");
+        return;
     }
 }
