@@ -26,7 +26,17 @@
  * calls go to NCCL's ncclAlltoAll unchanged, and a line on stderr says so once: the in-place
  * column of alltoall_perf is raw NCCL on both sides.
  *
- * At exit a line on stderr says how many communicators were adopted (0: nothing came here). */
+ * At exit a line on stderr says how many communicators were adopted (0: nothing came here).
+ *
+ * The same file also builds, unchanged, as an ordinary object linked into the test's executable
+ * with libhidet_nccl.a (the library in the executable, as HPC codes link it, where a thread-local
+ * costs no __tls_get_addr): nccl-tests' objects relinked with this object, libhidet_nccl.a,
+ * -lcudart_static -ldl -lpthread -lrt -lz -lm, and libnccl dynamic as in the stock build. The
+ * executable's definitions then take the test's calls (the linker exports them, since libnccl
+ * defines the same names: NCCL's own calls through its PLT reach them as they reach a preload's);
+ * RTLD_NEXT from the executable searches the libraries loaded after it, so the constructor finds
+ * libnccl.so.2 as in a preload, and the library's dlopen of that file and dlsym on its handle
+ * search libnccl and its dependencies, never the executable. No preload, no switch needed. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
