@@ -3,6 +3,7 @@ messages, and what reaches NCCL from arrays with __cuda_array_interface__ and DL
 the recording stand-in for NCCL (tools/support/fake_nccl.c); and hostile or careless arguments
 (HostileArguments), refused before they reach C, where ctypes would wrap or cut them.
     binding_test.py LIBHIDET_NCCL_SO LIBFAKE_NCCL_SO   (bindings/python on PYTHONPATH)"""
+import contextlib
 import ctypes
 import json
 import math
@@ -54,6 +55,76 @@ class DLPackArray:
         new = ctypes.pythonapi.PyCapsule_New
         new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
         return new(ctypes.addressof(self.tensor), b"dltensor", None)
+
+
+class Recorder:
+    """Stands in for the package's C functions (hidet_nccl._c): records each call, returns success."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        return lambda *args: self.calls.append((name, args)) or 0
+
+
+class TorchDtype:
+    """A stand-in for a torch.dtype: hashable, its str "torch.<name>"."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+TORCH_DTYPES = {name: TorchDtype(name) for name in ("float32", "bfloat16", "float8_e4m3fn", "complex32", "qint8")}
+
+
+class Tensor:
+    """A stand-in for torch.Tensor (no torch here): what the package asks of a tensor, answered
+    as torch documents it (get_device() is -1 off the GPU; data_ptr() the first element's
+    address). `asked` counts the calls of each method."""
+
+    def __init__(self, ptr, count, dtype="float32", device=0, cuda=True, contiguous=True):
+        self.ptr, self.count, self.dtype, self.index = ptr, count, TORCH_DTYPES[dtype], device if cuda else -1
+        self.is_cuda, self.contiguous, self.asked = cuda, contiguous, {}
+        self.device = "cuda:%d" % device if cuda else "cpu"
+
+    def _ask(self, what, value):
+        self.asked[what] = self.asked.get(what, 0) + 1
+        return value
+
+    def is_contiguous(self):
+        return self._ask("is_contiguous", self.contiguous)
+
+    def get_device(self):
+        return self._ask("get_device", self.index)
+
+    def data_ptr(self):
+        return self._ask("data_ptr", self.ptr)
+
+    def numel(self):
+        return self._ask("numel", self.count)
+
+
+@contextlib.contextmanager
+def torch_stand_in(raw=None, public=lambda d: 0x5150):
+    """sys.modules["torch"] is a stand-in whose Tensor is the class above: torch.cuda's public
+    current_stream(d).cuda_stream is public(d); torch._C._cuda_getCurrentRawStream is raw (None:
+    absent). The package's choice between them is made afresh inside and forgotten after."""
+    torch = types.ModuleType("torch")
+    torch.Tensor = Tensor
+    torch._C = types.SimpleNamespace() if raw is None else types.SimpleNamespace(_cuda_getCurrentRawStream=raw)
+    torch.public_asked = []
+
+    def current_stream(d=None):
+        torch.public_asked.append(d)
+        return types.SimpleNamespace(cuda_stream=public(d))
+    torch.cuda = types.SimpleNamespace(is_initialized=lambda: True, current_device=lambda: 0,
+                                       current_stream=current_stream)
+    with mock.patch.dict(sys.modules, {"torch": torch}), \
+            mock.patch.object(hn._arrays, "_torch_stream", hn._arrays._find_torch_stream):
+        yield torch
 
 
 def calls():
@@ -146,23 +217,18 @@ class Binding(FakeNcclCase):
     def test_wait_and_barrier_default_to_the_collectives_stream(self):
         """A bare wait() covers what a bare collective on a torch tensor queued: torch's current
         stream when torch is in use (it is looked for, never imported), else stream 0."""
-        current = types.SimpleNamespace(cuda_stream=0x5150)
-        fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True,
-                                                                      current_stream=lambda *a: current))
-        seen = []
-        with mock.patch.dict(sys.modules, {"torch": fake_torch}), \
-                mock.patch.object(hn, "call", lambda *a: seen.append(a)):
+        seen = Recorder()
+        with torch_stand_in(raw=lambda d: 0x5150), mock.patch.object(hn, "_c", seen):
             COMM.wait()
             COMM.barrier()
             COMM.wait(stream=0x77)
-        self.assertEqual([a[2] for a in seen], [0x5150, 0x5150, 0x77])
-        seen.clear()
-        with mock.patch.dict(sys.modules), mock.patch.object(hn, "call", lambda *a: seen.append(a)):
+        self.assertEqual([args[1] for _, args in seen.calls], [0x5150, 0x5150, 0x77])
+        seen.calls.clear()
+        with mock.patch.dict(sys.modules), mock.patch.object(hn, "_c", seen):
             sys.modules.pop("torch", None)
             COMM.wait()
             self.assertNotIn("torch", sys.modules)
-        self.assertEqual(seen[0][2], 0)
-
+        self.assertEqual(seen.calls[0][1][1], 0)
     def test_group_and_point_to_point(self):
         with hn.group():
             COMM.send(CudaArray(0x1000, (4,), "<i8"), peer=2)
@@ -224,6 +290,98 @@ class Binding(FakeNcclCase):
         with self.assertRaises(hn.HidetNcclError) as e:
             hn.trace_dump("/no/such/dir")
         self.assertIn("must exist", str(e.exception))
+
+
+class TorchPath(FakeNcclCase):
+    """A torch tensor's path (a stand-in for torch: no torch here; tests/python/torch_gpu_test.py
+    runs real torch on a GPU): what reaches NCCL, the stream asked of torch, the checks."""
+
+    def test_what_reaches_nccl(self):
+        with torch_stand_in(raw=lambda d: 0x7000 + d):
+            t = Tensor(0x1000, 6, "bfloat16", device=1)
+            COMM.all_reduce(t)
+            c = self.only("ncclAllReduce")
+            self.assertEqual((c.send, c.recv, c.count, c.type), (0x1000, 0x1000, 6, NCCL_BFLOAT16))
+            self.assertEqual(t.asked, {"is_contiguous": 1, "get_device": 1, "data_ptr": 1, "numel": 1})
+            FAKE_LIB.fake_nccl_clear()
+            COMM.all_gather(Tensor(0x1000, 2), out=Tensor(0x2000, 8))
+            self.assertEqual(self.only("ncclAllGather").recv, 0x2000)
+            FAKE_LIB.fake_nccl_clear()
+            COMM.reduce_scatter(Tensor(0x2000, 8), out=Tensor(0x1000, 2), op="max")
+            c = self.only("ncclReduceScatter")
+            self.assertEqual((c.send, c.recv, c.count), (0x2000, 0x1000, 2))
+            self.assertEqual(hn.dtype_of(Tensor(0x1000, 1, "float8_e4m3fn")), "float8_e4m3")
+
+    def test_stream(self):
+        """torch's current stream of the tensor's device: through torch._C._cuda_getCurrentRawStream
+        where it exists and agrees with torch.cuda.current_stream(device).cuda_stream (asked once,
+        when the choice is made), else through the public call each time; stream= when given."""
+        cases = (("raw agrees", lambda d: 0x5150 + d, lambda d: 0x5150 + d, 1),
+                 ("no raw", None, lambda d: 0x5150 + d, 3),
+                 ("raw disagrees", lambda d: 0x9999, lambda d: 0x5150 + d, 3),
+                 ("raw raises", lambda d: 1 // 0, lambda d: 0x5150 + d, 3))
+        for label, raw, public, public_calls in cases:
+            with self.subTest(label), torch_stand_in(raw=raw, public=public) as torch:
+                seen = Recorder()
+                with mock.patch.object(hn, "_c", seen):
+                    for device in (0, 2, 2):
+                        COMM.all_reduce(Tensor(0x1000, 4, device=device))
+                    t = Tensor(0x1000, 4, device=2)
+                    COMM.broadcast(t, root=1, stream=0x77)
+                self.assertEqual([args[-1] for _, args in seen.calls], [0x5150, 0x5152, 0x5152, 0x77])
+                self.assertNotIn("get_device", t.asked)
+                self.assertEqual(len(torch.public_asked), public_calls)
+
+    def test_torch_failing_decides_nothing(self):
+        """When torch cannot say its current stream, its error comes out and the choice waits."""
+        answers = [RuntimeError("CUDA error: initialization error"), 0x5150, 0x5150]
+
+        def public(d):
+            a = answers.pop(0)
+            if isinstance(a, Exception):
+                raise a
+            return a
+        with torch_stand_in(raw=lambda d: 0x5150, public=public) as torch, \
+                mock.patch.object(hn, "_c", Recorder()):
+            with self.assertRaisesRegex(RuntimeError, "initialization error"):
+                COMM.all_reduce(Tensor(0x1000, 4))
+            COMM.all_reduce(Tensor(0x1000, 4))
+            COMM.all_reduce(Tensor(0x1000, 4))
+            self.assertEqual(len(torch.public_asked), 2)  # the failure, then the choice
+            self.assertEqual(hn._c.calls[-1][1][-1], 0x5150)
+
+    def test_refused(self):
+        """Bad tensors are refused, each call (a refused dtype is not remembered as a good one),
+        before NCCL is called."""
+        with torch_stand_in(raw=lambda d: 0):
+            for _ in range(2):
+                with self.assertRaisesRegex(ValueError, "tensor is on cpu, not on a CUDA device"):
+                    COMM.all_reduce(Tensor(0x1000, 4, cuda=False))
+                with self.assertRaisesRegex(ValueError, "tensor is not contiguous"):
+                    COMM.all_reduce(Tensor(0x1000, 4, contiguous=False))
+                with self.assertRaisesRegex(ValueError, "out is not contiguous"):
+                    COMM.all_reduce(Tensor(0x1000, 4), out=Tensor(0x2000, 4, contiguous=False))
+                with self.assertRaisesRegex(TypeError, "complex32 is complex of float16 halves"):
+                    COMM.all_reduce(Tensor(0x1000, 4, "complex32"))
+                with self.assertRaisesRegex(TypeError, "qint8 has no hidet data type"):
+                    COMM.broadcast(Tensor(0x1000, 4, "qint8"))
+                with self.assertRaisesRegex(ValueError, "out holds 4 bfloat16, the input 4 float32"):
+                    COMM.all_reduce(Tensor(0x1000, 4), out=Tensor(0x2000, 4, "bfloat16"))
+                with self.assertRaisesRegex(ValueError, r"out holds 7 float32, expected 4 x 2 float32"):
+                    COMM.all_gather(Tensor(0x1000, 2), out=Tensor(0x2000, 7))
+                with self.assertRaisesRegex(OverflowError, "root"):
+                    COMM.broadcast(Tensor(0x1000, 4), root=2 ** 32 + 2)
+            self.assertEqual(calls(), [])
+
+    def test_subclass(self):
+        """A subclass of torch.Tensor (as torch.nn.Parameter, or one of a user's module) is a tensor."""
+        class Parameter(Tensor):
+            pass
+        Parameter.__module__ = "my_models"
+        with torch_stand_in(raw=lambda d: 0):
+            COMM.all_reduce(Parameter(0x3000, 5))
+        c = self.only("ncclAllReduce")
+        self.assertEqual((c.send, c.count, c.type), (0x3000, 5, NCCL_FLOAT32))
 
 
 class Index:

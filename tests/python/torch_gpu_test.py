@@ -135,13 +135,62 @@ for dtype, wrap in ((torch.float32, OnlyDLPack), (torch.bfloat16, OnlyDLPack), (
 comm.barrier()
 torch.cuda.synchronize()
 
+
+# What reaches the C library from real torch tensors: torch's pointer and count, the dtype's
+# code, torch's current stream of the tensor's device (a side stream too), for a tensor, a view
+# at an offset and an nn.Parameter; and bad tensors refused, each time.
+class Spy:
+    """Stands in for hidet_nccl._c (the package's C functions): records each call's arguments."""
+
+    def __init__(self, c):
+        self.c, self.seen = c, []
+
+    def __getattr__(self, name):
+        fn = getattr(self.c, name)
+
+        def spy(*args):
+            self.seen.append((name, args))
+            return fn(*args)
+        return spy
+
+
+spy = hidet_nccl._c = Spy(hidet_nccl._c)
+try:
+    base = torch.zeros(64, device=dev)
+    side = torch.cuda.Stream(device=dev)
+    for label, t in (("tensor", base), ("view at offset 8", base[8:40]), ("nn.Parameter", torch.nn.Parameter(base))):
+        for stream in (None, side):
+            spy.seen.clear()
+            with torch.cuda.stream(stream):  # None: the stream as it is
+                comm.all_reduce(t)
+                expect = (t.data_ptr(), t.data_ptr(), t.numel(), hidet_nccl.DTYPES["float32"], 0,
+                          torch.cuda.current_stream(dev).cuda_stream)
+            check([(name, args[1:]) for name, args in spy.seen] == [("hidet_nccl_all_reduce", expect)],
+                  "%s on %s: %s, expected %s" % (label, "a side stream" if stream else "the current stream",
+                                                 spy.seen, expect))
+    torch.cuda.synchronize()
+    for _ in range(2):
+        for label, t, error in (("a CPU tensor", torch.zeros(4), ValueError),
+                                ("a transposed tensor", base.view(8, 8).t(), ValueError),
+                                ("complex32", torch.empty(4, dtype=torch.complex32, device=dev), TypeError)):
+            try:
+                comm.all_reduce(t)
+                check(False, "all_reduce of %s: not refused" % label)
+            except error:
+                check(True, label)
+finally:
+    hidet_nccl._c = spy.c
+raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+stream_path = ("torch._C._cuda_getCurrentRawStream" if hidet_nccl._arrays._torch_stream is raw else
+               "torch.cuda.current_stream (the raw call is %s)" % ("absent" if raw is None else "not used"))
+
 # The same NCCL as torch's, when torch has loaded one (torch.cuda.nccl is in libtorch_cuda).
 maps = open("/proc/self/maps").read()
 ncc = sorted({line.split()[-1] for line in maps.splitlines() if "libnccl" in line.split()[-1]})
 ours = hidet_nccl.nccl_path().split(" (")[0]  # "<path> (already loaded)" when found in the process
 check(len(ncc) == 1 and os.path.realpath(ncc[0]) == os.path.realpath(ours),
       "one NCCL in the process: %s, hidet_nccl's %s" % (ncc, ours))
-print("%d: %d checks, %d wrong (NCCL %s from %s, %d ranks)" % (rank, checks, wrong, hidet_nccl.nccl_version(),
-                                                                  hidet_nccl.nccl_path(), n))
+print("%d: %d checks, %d wrong (NCCL %s from %s, %d ranks; torch's stream through %s)"
+      % (rank, checks, wrong, hidet_nccl.nccl_version(), hidet_nccl.nccl_path(), n, stream_path))
 hidet_nccl.finalize()
 sys.exit(1 if wrong else 0)

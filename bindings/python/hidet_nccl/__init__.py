@@ -13,9 +13,10 @@ import ctypes
 import os
 import sys
 
-from . import _check
-from ._arrays import DTYPES, OPS, dtype_from_dlpack, dtype_from_torch, dtype_from_typestr, view
-from ._lib import HidetNcclError, call, load
+from . import _arrays, _check
+from ._arrays import DTYPES, NAMES, OPS, array as _array, dtype_from_dlpack, dtype_from_torch, dtype_from_typestr
+from ._lib import HidetNcclError, call, check, load
+from ._lib import functions as _c
 
 __version__ = "0.1.0"
 SHRINK_DEFAULT, SHRINK_ABORT = 0, 1  # Communicator.shrink flags (HIDET_NCCL_SHRINK_*)
@@ -31,7 +32,7 @@ __all__ = [
 
 def _out_int(name, *args):
     value = ctypes.c_int(-1)
-    call(name, *args, ctypes.byref(value))
+    check(getattr(_c, name)(*args, ctypes.byref(value)))
     return value.value
 
 
@@ -50,7 +51,7 @@ def nccl_path():
 
 def dtype_of(array):
     """hidet's name of an array's data type ("bfloat16", "complex64", ...)."""
-    return view(array).dtype
+    return NAMES[_array(array, 0, "array")[2]]
 
 
 def init():
@@ -116,6 +117,8 @@ def group():
 def _op_code(op):
     """An op argument: a name of OPS, an Op, or a hidet_nccl_op_t value (an int, checked by the
     C library; a float is refused, never truncated into another op)."""
+    if type(op) is str and op in OPS:  # nearly every call
+        return OPS[op]
     if isinstance(op, str):
         if op not in OPS:
             raise ValueError("hidet_nccl: op %r is not one of %s" % (op, ", ".join(OPS)))
@@ -127,36 +130,15 @@ def _op_code(op):
     return _check.c_int("op", op)
 
 
-def _rank(name, value):
-    """A root or peer: a C int here; whether it is a rank of the communicator, the C library says."""
-    return _check.c_int(name, value)
-
-
-def _stream(s):
-    """A stream argument: an int handle, a torch.cuda.Stream, a CuPy stream, or None."""
-    if s is None:
-        return None
-    if not isinstance(s, int):
-        for attr in ("cuda_stream", "ptr", "handle"):
-            if hasattr(s, attr):
-                return _check.pointer("stream." + attr, getattr(s, attr))
-    try:
-        return _check.pointer("stream", s)
-    except TypeError:
-        raise TypeError("hidet_nccl: stream %r is not a CUDA stream (an int handle, a torch.cuda.Stream, a CuPy "
-                        "stream)" % (s,)) from None
-
-
 def _default_stream(stream):
     """The stream a call that takes no array means when none is given: the one collectives on
     torch tensors default to (torch's current stream) when the program uses torch, else CUDA's
     legacy default stream 0. torch is looked for, never imported (importing it takes seconds)."""
-    s = _stream(stream)
-    if s is not None:
-        return s
+    if stream is not None:
+        return _arrays.stream_handle(stream)
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
-        return _check.pointer("torch's current stream", torch.cuda.current_stream().cuda_stream)
+        return _check.pointer("torch's current stream", _arrays.torch_stream(torch.cuda.current_device()))
     return 0
 
 
@@ -196,7 +178,9 @@ class Communicator:
 
     @property
     def size(self):
-        return _out_int("hidet_nccl_comm_size", self.id)
+        size = ctypes.c_int(-1)
+        check(_c.hidet_nccl_comm_size(self.id, ctypes.byref(size)))  # asked at each all_gather, ...
+        return size.value
 
     @property
     def device(self):
@@ -262,7 +246,7 @@ class Communicator:
     def wait(self, stream=None, timeout_s=0.0):
         """Waits from the host for the work on `stream` (None: the stream collectives default to:
         torch's current stream when torch is in use, else 0), up to timeout_s (0: $HIDET_NCCL_TIMEOUT)."""
-        call("hidet_nccl_comm_wait", self.id, _default_stream(stream), _check.real("timeout_s", timeout_s))
+        check(_c.hidet_nccl_comm_wait(self.id, _default_stream(stream), _check.real("timeout_s", timeout_s)))
 
     def __enter__(self):
         return self
@@ -271,90 +255,90 @@ class Communicator:
         self.destroy()
 
     # ------------------------------------------------------------ collectives
+    # Each buffer is read once per call by _arrays.array: (pointer, count, dtype code, stream,
+    # hold); the first buffer's stream (stream= as given, else its framework's) is the call's.
+    # `hold` and `out_hold` keep what the C call reads alive until it returns (a DLPack
+    # capsule). The C functions are looked up once (_c); every argument is checked as before.
 
     def all_reduce(self, tensor, out=None, op="sum", stream=None):
         """out = op over ranks of tensor (out None: in place)."""
-        a = view(tensor, _stream(stream), "tensor")
-        b = a if out is None else self._same(view(out, a.stream, "out"), a, "out")
-        call("hidet_nccl_all_reduce", self.id, a.ptr, b.ptr, a.count, a.dtype_code, _op_code(op), a.stream)
+        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+        out_ptr, out_hold = (ptr, None) if out is None else _same(out, s, count, code, "out")
+        check(_c.hidet_nccl_all_reduce(self.id, ptr, out_ptr, count, code, _op_code(op), s))
 
     def all_reduce_route(self, tensor, out=None, op="sum"):
         """How all_reduce(tensor, out, op) would run on this rank, in words: "own one-shot",
         "own two-shot", "nccl plain", "nccl buffer" or "nccl window", then ": " and why when the
         tuning table named own kernels that cannot run it. Checks the arguments as all_reduce
         does; queues nothing, touches no GPU."""
-        a = view(tensor, 0, "tensor")
-        b = a if out is None else self._same(view(out, 0, "out"), a, "out")
+        ptr, count, code, s, hold = _array(tensor, 0, "tensor")
+        out_ptr, out_hold = (ptr, None) if out is None else _same(out, 0, count, code, "out")
         route = ctypes.create_string_buffer(512)
-        call("hidet_nccl_all_reduce_route", self.id, a.ptr, b.ptr, a.count, a.dtype_code, _op_code(op), route,
-             len(route))
+        check(_c.hidet_nccl_all_reduce_route(self.id, ptr, out_ptr, count, code, _op_code(op), route, len(route)))
         return route.value.decode("utf-8", "replace")
 
     def broadcast(self, tensor, root=0, out=None, stream=None):
         """out on every rank = tensor of root (out None: in place)."""
-        a = view(tensor, _stream(stream), "tensor")
-        b = a if out is None else self._same(view(out, a.stream, "out"), a, "out")
-        call("hidet_nccl_broadcast", self.id, a.ptr, b.ptr, a.count, a.dtype_code, _rank("root", root), a.stream)
+        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+        out_ptr, out_hold = (ptr, None) if out is None else _same(out, s, count, code, "out")
+        check(_c.hidet_nccl_broadcast(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s))
 
     def reduce(self, tensor, root=0, out=None, op="sum", stream=None):
         """out on root = op over ranks of tensor (out None: in place; unused elsewhere)."""
-        a = view(tensor, _stream(stream), "tensor")
-        b = a if out is None else self._same(view(out, a.stream, "out"), a, "out")
-        call("hidet_nccl_reduce", self.id, a.ptr, b.ptr, a.count, a.dtype_code, _op_code(op), _rank("root", root),
-             a.stream)
+        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+        out_ptr, out_hold = (ptr, None) if out is None else _same(out, s, count, code, "out")
+        check(_c.hidet_nccl_reduce(self.id, ptr, out_ptr, count, code, _op_code(op), _check.c_int("root", root), s))
 
     def all_gather(self, tensor, out, stream=None):
         """out (size times tensor's elements) = every rank's tensor, in rank order."""
-        a = view(tensor, _stream(stream), "tensor")
-        b = self._times(view(out, a.stream, "out"), a, "out")
-        call("hidet_nccl_all_gather", self.id, a.ptr, b.ptr, a.count, a.dtype_code, a.stream)
+        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+        out_ptr, out_hold = self._blocks(out, s, count, code, "out")
+        check(_c.hidet_nccl_all_gather(self.id, ptr, out_ptr, count, code, s))
 
     def reduce_scatter(self, tensor, out, op="sum", stream=None):
         """out on rank r = op over ranks of block r of tensor (size times out's elements)."""
-        b = view(out, _stream(stream), "out")
-        a = self._times(view(tensor, b.stream, "tensor"), b, "tensor")
-        call("hidet_nccl_reduce_scatter", self.id, a.ptr, b.ptr, b.count, a.dtype_code, _op_code(op), b.stream)
+        out_ptr, count, code, s, out_hold = _array(out, stream, "out")
+        ptr, hold = self._blocks(tensor, s, count, code, "tensor")
+        check(_c.hidet_nccl_reduce_scatter(self.id, ptr, out_ptr, count, code, _op_code(op), s))
 
     def all_to_all(self, tensor, out, stream=None):
         """Block j of tensor to rank j, landing as block r (the sender) of out."""
-        a = view(tensor, _stream(stream), "tensor")
-        b = self._same(view(out, a.stream, "out"), a, "out")
-        if a.count % self.size:
-            raise ValueError("hidet_nccl: all_to_all of %d elements over %d ranks: not whole blocks"
-                             % (a.count, self.size))
-        call("hidet_nccl_all_to_all", self.id, a.ptr, b.ptr, a.count // self.size, a.dtype_code, a.stream)
+        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+        out_ptr, out_hold = _same(out, s, count, code, "out")
+        size = self.size
+        if count % size:
+            raise ValueError("hidet_nccl: all_to_all of %d elements over %d ranks: not whole blocks" % (count, size))
+        check(_c.hidet_nccl_all_to_all(self.id, ptr, out_ptr, count // size, code, s))
 
     def gather(self, tensor, out=None, root=0, stream=None):
         """out on root (size times tensor's elements) = every rank's tensor, in rank order."""
-        a = view(tensor, _stream(stream), "tensor")
-        b = self._times(view(out, a.stream, "out"), a, "out") if out is not None else None
-        call("hidet_nccl_gather", self.id, a.ptr, b.ptr if b else None, a.count, a.dtype_code, _rank("root", root),
-             a.stream)
+        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+        out_ptr, out_hold = (None, None) if out is None else self._blocks(out, s, count, code, "out")
+        check(_c.hidet_nccl_gather(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s))
 
     def scatter(self, tensor, out, root=0, stream=None):
         """out on rank r = block r of root's tensor (size times out's elements; None elsewhere)."""
-        b = view(out, _stream(stream), "out")
-        a = self._times(view(tensor, b.stream, "tensor"), b, "tensor") if tensor is not None else None
-        call("hidet_nccl_scatter", self.id, a.ptr if a else None, b.ptr, b.count, b.dtype_code, _rank("root", root),
-             b.stream)
+        out_ptr, count, code, s, out_hold = _array(out, stream, "out")
+        ptr, hold = (None, None) if tensor is None else self._blocks(tensor, s, count, code, "tensor")
+        check(_c.hidet_nccl_scatter(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s))
 
     def send(self, tensor, peer, stream=None):
-        a = view(tensor, _stream(stream), "tensor")
-        call("hidet_nccl_send", self.id, a.ptr, a.count, a.dtype_code, _rank("peer", peer), a.stream)
+        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+        check(_c.hidet_nccl_send(self.id, ptr, count, code, _check.c_int("peer", peer), s))
 
     def recv(self, tensor, peer, stream=None):
-        a = view(tensor, _stream(stream), "tensor")
-        call("hidet_nccl_recv", self.id, a.ptr, a.count, a.dtype_code, _rank("peer", peer), a.stream)
+        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+        check(_c.hidet_nccl_recv(self.id, ptr, count, code, _check.c_int("peer", peer), s))
 
     def barrier(self, stream=None):
         """Stream-ordered: work queued after it starts once every rank has reached it."""
-        call("hidet_nccl_barrier", self.id, _default_stream(stream))
+        check(_c.hidet_nccl_barrier(self.id, _default_stream(stream)))
 
     def premul_sum(self, dtype, scalar):
         """A scaled sum for `dtype` (a hidet name, or an array whose dtype to take): scalar is a
         number (read now; refused where the dtype cannot hold it) or a one-element device array
         of the dtype (of its real part's type for complex; read when each collective runs)."""
-        name = dtype if isinstance(dtype, str) else view(dtype, name="dtype").dtype
+        name = dtype if isinstance(dtype, str) else NAMES[_array(dtype, 0, "dtype")[2]]
         if name not in DTYPES:
             raise ValueError("hidet_nccl: dtype %r is not one of %s" % (name, ", ".join(DTYPES)))
         code = ctypes.c_int(-1)
@@ -362,28 +346,34 @@ class Communicator:
             value = _check.scalar(name, scalar)
             call("hidet_nccl_op_premul_sum", self.id, DTYPES[name], ctypes.byref(value), 0, ctypes.byref(code))
         else:
-            s = view(scalar, name="scalar")
+            ptr, count, scalar_code, _, hold = _array(scalar, 0, "scalar")
             real = {"complex64": "float32", "complex128": "float64", "tfloat32": "float32"}.get(name, name)
-            if s.count != 1 or s.dtype != real:
+            if count != 1 or NAMES[scalar_code] != real:
                 raise ValueError("hidet_nccl: the scalar of a %s scaled sum is one %s, not %d %s"
-                                 % (name, real, s.count, s.dtype))
-            call("hidet_nccl_op_premul_sum", self.id, DTYPES[name], s.ptr, 1, ctypes.byref(code))
+                                 % (name, real, count, NAMES[scalar_code]))
+            call("hidet_nccl_op_premul_sum", self.id, DTYPES[name], ptr, 1, ctypes.byref(code))
         return Op(self, code.value, name)
 
     # ------------------------------------------------------------ checks of the buffers' sizes
 
-    @staticmethod
-    def _same(b, a, what):
-        if b.count != a.count or b.dtype != a.dtype:
-            raise ValueError("hidet_nccl: %s holds %d %s, the input %d %s" % (what, b.count, b.dtype, a.count, a.dtype))
-        return b
-
-    def _times(self, big, small, what):
-        n = self.size
-        if big.count != small.count * n or big.dtype != small.dtype:
+    def _blocks(self, big, stream, count, code, name):
+        """(pointer, hold) of array `big`, which must hold size blocks of count elements of
+        dtype code. The size is asked of the C library each time (an id's communicator can
+        change after finalize)."""
+        ptr, n, c, _, hold = _array(big, stream, name)
+        size = self.size
+        if n != count * size or c != code:
             raise ValueError("hidet_nccl: %s holds %d %s, expected %d x %d %s (the number of ranks times the block)"
-                             % (what, big.count, big.dtype, n, small.count, small.dtype))
-        return big
+                             % (name, n, NAMES[c], size, count, NAMES[code]))
+        return ptr, hold
+
+
+def _same(out, stream, count, code, name):
+    """(pointer, hold) of array `out`, which must hold count elements of dtype code."""
+    ptr, n, c, _, hold = _array(out, stream, name)
+    if n != count or c != code:
+        raise ValueError("hidet_nccl: %s holds %d %s, the input %d %s" % (name, n, NAMES[c], count, NAMES[code]))
+    return ptr, hold
 
 
 # The C library's dtype and op tables, checked against this package's at first load.

@@ -73,6 +73,18 @@ def shape(name, dims):
     negative pair would multiply to a positive count), the product within size_t (2**70
     elements would otherwise arrive as 0)."""
     count = 1
+    for n in dims:
+        if type(n) is not int or n < 0:
+            return _shape(name, dims)
+        count *= n
+    if count > SIZE_MAX:
+        raise OverflowError("hidet_nccl: %s has shape %r: %d elements do not fit size_t" % (name, tuple(dims), count))
+    return count
+
+
+def _shape(name, dims):
+    """shape() for dims that are not all non-negative ints: taken through __index__, or refused."""
+    count = 1
     for i, n in enumerate(dims):
         if type(n) is not int:
             n = _integral("%s shape[%d]" % (name, i), n)

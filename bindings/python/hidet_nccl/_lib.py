@@ -168,6 +168,22 @@ def load(mpi=False):
                          "set HIDET_NCCL_SO to the .so")
 
 
+class _Functions:
+    """The C library's functions as attributes (functions.hidet_nccl_all_reduce), each looked up
+    once: the first use of a name loads the library (load()) and keeps the ctypes function, its
+    argtypes and restype set by load(), on this object; later uses are one attribute read."""
+
+    def __getattr__(self, name):
+        if name.startswith("_"):  # copy, pickle, mock and the like probing: no C function
+            raise AttributeError(name)
+        fn = getattr(load(), name)
+        setattr(self, name, fn)
+        return fn
+
+
+functions = _Functions()
+
+
 def check(status):
     """Raises HidetNcclError with the library's message when status is not success."""
     if status != 0:
@@ -177,4 +193,4 @@ def check(status):
 
 def call(name, *args):
     """Calls the C function `name` and raises on failure."""
-    check(getattr(load(), name)(*args))
+    check(getattr(functions, name)(*args))
