@@ -22,6 +22,9 @@
 #include "hidet_nccl/hidet_nccl.h"
 #include "tools/support/raw_nccl.h"
 
+#define TOOL_NAME "hidet-nccl-bench"
+#include "tools/support/tool_checks.h" /* DIE, HN, CU */
+
 /* The collectives, in the order -c all runs them. */
 typedef enum {
     COLL_ALL_REDUCE,
@@ -78,22 +81,6 @@ typedef struct {
 
 /* bench_common.c: the defaults; bench_options.c: the command line's values. */
 extern bench_options_t opt;
-
-#define DIE(...)                                           \
-    do {                                                   \
-        fprintf(stderr, "hidet-nccl-bench: " __VA_ARGS__); \
-        fprintf(stderr, "\n");                             \
-        exit(1);                                           \
-    } while (0)
-#define HN(call)                                                                         \
-    do {                                                                                 \
-        if ((call) != HIDET_NCCL_SUCCESS) DIE("%s: %s", #call, hidet_nccl_last_error()); \
-    } while (0)
-#define CU(call)                                                             \
-    do {                                                                     \
-        cudaError_t e_ = (call);                                             \
-        if (e_ != cudaSuccess) DIE("%s: %s", #call, cudaGetErrorString(e_)); \
-    } while (0)
 
 /* The library's communicator and raw NCCL beside it. */
 typedef struct {

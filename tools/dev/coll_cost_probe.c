@@ -25,23 +25,11 @@
 #include "hidet_nccl/hidet_nccl.h"
 #include "tools/support/raw_nccl.h"
 
+#define TOOL_NAME "coll_cost_probe"
+#include "tools/support/tool_checks.h" /* DIE, HN, CU */
+
 #define REPS 9
 
-#define DIE(...)                                         \
-    do {                                                 \
-        fprintf(stderr, "coll_cost_probe: " __VA_ARGS__); \
-        fprintf(stderr, "\n");                           \
-        exit(1);                                         \
-    } while (0)
-#define HN(call)                                                                         \
-    do {                                                                                 \
-        if ((call) != HIDET_NCCL_SUCCESS) DIE("%s: %s", #call, hidet_nccl_last_error()); \
-    } while (0)
-#define CU(call)                                                             \
-    do {                                                                     \
-        cudaError_t e_ = (call);                                             \
-        if (e_ != cudaSuccess) DIE("%s: %s", #call, cudaGetErrorString(e_)); \
-    } while (0)
 #define NC(call)                                                                      \
     do {                                                                              \
         ncclResult_t r_ = (call);                                                     \
