@@ -10,6 +10,7 @@
 # child that left its process group (setsid) ends with the job (15).
 #   launcher_hostile_test.sh HIDET_NCCL_RUN
 set -u
+if [ -n "${TEST_SRCDIR:-}" ]; then . "$TEST_SRCDIR/$TEST_WORKSPACE/tests/wait_for.sh"; else . "$(dirname "$(realpath "$0")")/wait_for.sh"; fi
 run=$(realpath "$1")
 tmp=${TEST_TMPDIR:-$(mktemp -d)}/hostile
 rm -rf "$tmp"
@@ -71,12 +72,16 @@ if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null && command -v runuser >
     mkdir -m 0777 "$shared/parent"
     mkdir "$shared/victim_dir"
     echo precious >"$shared/victim_dir/data.txt"
-    "$run" -n 1 --rendezvous-dir "$shared/parent" sleep 2 >"$tmp/out2u.log" 2>&1 &
+    # The rank runs until the neighbour's swap is made (the test says so with a file; 60 s at most).
+    GO=$tmp/swapped "$run" -n 1 --rendezvous-dir "$shared/parent" \
+        sh -c 'for _ in $(seq 1200); do [ -e "$GO" ] && exit 0; sleep 0.05; done; exit 1' >"$tmp/out2u.log" 2>&1 &
     launcher=$!
-    for _ in $(seq 100); do ls "$shared/parent" | grep -q hidet-nccl && break; sleep 0.05; done
+    check "second user's swap: the private directory is made" wait_for 60 "the launcher's private directory" \
+        eval 'ls "$shared/parent" | grep -q hidet-nccl'
     private=$(ls -d "$shared"/parent/hidet-nccl-* | head -1)
     as_neighbour sh -c "mv '$private' '$private.moved' && ln -s '$shared/victim_dir' '$private'"
     check "second user's swap: made" [ -L "$private" ]
+    touch "$tmp/swapped"
     wait $launcher
     check "second user's swap: the victim's file survives" [ -f "$shared/victim_dir/data.txt" ]
     rm -rf "$shared"
@@ -88,41 +93,45 @@ fi
 # launcher ends after the grace period and the child is gone with it; without tagging, the
 # child of a rank that exits 0 is ended too.
 tag=$((RANDOM * 32768 + RANDOM)) # sleep 1007.<tag>: a name pgrep finds, a time sleep takes
-start=$(date +%s)
-timeout -s KILL 60 "$run" --grace 1 --tag-output -n 1 sh -c "echo hi; sleep 1007.$tag & exit 0" >"$tmp/out3.log" 2>&1
+timeout -s KILL "$(scaled 60)" "$run" --grace 1 --tag-output -n 1 sh -c "echo hi; sleep 1007.$tag & exit 0" \
+    >"$tmp/out3.log" 2>&1
 rc=$?
-check "a child holding the output: the launcher exits by itself (exit $rc)" [ "$rc" -eq 0 ]
-check "a child holding the output: within the grace period" [ $(($(date +%s) - start)) -lt 20 ]
+check "a child holding the output: the launcher exits by itself, not waiting for it (exit $rc)" [ "$rc" -eq 0 ]
 check "a child holding the output: the line before it came through" grep -qx "\[0\] hi" "$tmp/out3.log"
-sleep 0.5
-check "a child holding the output: it is gone" [ -z "$(pgrep -f "sleep 1007.$tag")" ]
+# A process killed is gone once it is reaped: it is waited for (it would sleep 1000 s and more).
+check "a child holding the output: it is gone" wait_for 30 "the end of sleep 1007.$tag" gone "sleep 1007.$tag"
 "$run" -n 2 sh -c "sleep 1006.$tag & exit 0" >/dev/null 2>&1
-sleep 0.5
-check "a rank's child outlives nothing: gone after the launcher" [ -z "$(pgrep -f "sleep 1006.$tag")" ]
-# ... and one that ignores SIGTERM, with a long grace: SIGINT to the launcher ends it at once.
-"$run" --grace 300 --tag-output -n 1 sh -c "trap '' TERM; sleep 1005.$tag & exit 0" >/dev/null 2>&1 &
+check "a rank's child outlives nothing: gone after the launcher" wait_for 30 "the end of sleep 1006.$tag" \
+    gone "sleep 1006.$tag"
+# ... and one that ignores SIGTERM, with a long grace: SIGINT to the launcher ends it at once, once
+# the rank has exited and the launcher waits on its child (which holds the output).
+"$run" --grace 300 --tag-output -n 1 sh -c "trap '' TERM; sleep 1005.$tag & echo started; exit 0" \
+    >"$tmp/out4.log" 2>&1 &
 launcher=$!
-sleep 1
+check "a child ignoring SIGTERM: the rank started it and was reaped" wait_for 60 "the rank's 'started' and its end" \
+    eval 'grep -q started "$tmp/out4.log" && ! pgrep -P "$launcher" -x sh >/dev/null'
 kill -INT $launcher
-for _ in $(seq 50); do kill -0 $launcher 2>/dev/null || break; sleep 0.1; done
-check "a child ignoring SIGTERM: SIGINT ends the launcher while it waits" bash -c "! kill -0 $launcher 2>/dev/null"
+check "a child ignoring SIGTERM: SIGINT ends the launcher while it waits (not after --grace 300)" \
+    wait_for 60 "the launcher's end" eval "! kill -0 $launcher 2>/dev/null"
 wait $launcher
-sleep 0.5
-check "a child ignoring SIGTERM: killed with the launcher" [ -z "$(pgrep -f "sleep 1005.$tag")" ]
+check "a child ignoring SIGTERM: killed with the launcher" wait_for 30 "the end of sleep 1005.$tag" gone "sleep 1005.$tag"
 pkill -KILL -f "100[567].$tag" 2>/dev/null
 
 # 11. A reader of the output that goes away (SIGPIPE), and SIGUSR1, SIGUSR2, SIGALRM, SIGQUIT:
 # the job stops and the rendezvous directory is removed.
 mkdir -m 0700 "$tmp/sig_parent"
-timeout -s KILL 60 "$run" --tag-output -n 2 --rendezvous-dir "$tmp/sig_parent" yes | head -1 >"$tmp/out11.log"
+timeout -s KILL "$(scaled 60)" "$run" --tag-output -n 2 --rendezvous-dir "$tmp/sig_parent" yes | head -1 >"$tmp/out11.log"
 check "| head -1: one line through" [ "$(wc -l <"$tmp/out11.log")" -eq 1 ]
 check "| head -1: the rendezvous directory is gone" [ -z "$(ls -A "$tmp/sig_parent")" ]
+i=0
 for sig in USR1 USR2 ALRM QUIT; do
-    "$run" -n 2 --rendezvous-dir "$tmp/sig_parent" sleep 1004.$tag >/dev/null 2>&1 &
+    i=$((i + 1)) # each job's ranks a name of their own: sleep 1004.<tag><i>
+    "$run" -n 2 --rendezvous-dir "$tmp/sig_parent" sleep 1004.$tag$i >/dev/null 2>&1 &
     launcher=$!
-    sleep 0.5
+    check "SIG$sig: 2 ranks running" wait_for 60 "2 ranks (sleep 1004.$tag$i)" \
+        eval '[ "$(pgrep -fc "^sleep 1004.$tag$i\$")" -eq 2 ]'
     kill -$sig $launcher
-    timeout -s KILL 30 tail --pid=$launcher -f /dev/null
+    timeout -s KILL "$(scaled 30)" tail --pid=$launcher -f /dev/null
     wait $launcher
     rc=$?
     check "SIG$sig: the launcher exits (exit $rc)" [ "$rc" -ne 0 -a "$rc" -ne 137 ]
@@ -161,11 +170,7 @@ all_gone() { # the pids in the files of directory $1, and that the rendezvous pa
     [ "$ok" -eq 1 ] && [ -z "$(ls -A "$2")" ]
 }
 gone_within() { # seconds, directory of pid files, rendezvous parent
-    local i
-    for i in $(seq $(($1 * 10))); do
-        all_gone "$2" "$3" && return 0
-        sleep 0.1
-    done
+    wait_for "$1" "the end of the job's processes and its rendezvous directory" all_gone "$2" "$3" && return 0
     for f in "$2"/*; do running "$(cat "$f")" && echo "$(basename "$f") (pid $(cat "$f")) still running"; done
     ls -A "$3"
     return 1
@@ -173,10 +178,8 @@ gone_within() { # seconds, directory of pid files, rendezvous parent
 leads_group() { # pid: setsid ran it in place (it forks when its caller leads a group), so it is $!
     [ "$(ps -o pgid= -p "$1" | tr -d ' ')" = "$1" ]
 }
-started() { # directory, count: wait for that many pid files
-    local i
-    for i in $(seq 100); do [ "$(ls "$1" | wc -l)" -ge "$2" ] && return 0; sleep 0.1; done
-    return 1
+started() { # directory, count: that many pid files
+    [ "$(ls "$1" | wc -l)" -ge "$2" ]
 }
 kill_case() { # name, how to kill ("pid" or "group"), then the launcher's extra options
     local name=$1 how=$2
@@ -191,12 +194,12 @@ kill_case() { # name, how to kill ("pid" or "group"), then the launcher's extra 
         wait' >"$tmp/out14_$name.log" 2>&1 &
     local launcher=$!
     check "$name: the launcher leads its own group" leads_group "$launcher"
-    check "$name: 2 ranks and 2 children started" started "$pids" 4
+    check "$name: 2 ranks and 2 children started" wait_for 60 "4 pid files in $pids" started "$pids" 4
     check "$name: the rendezvous directory is made" [ -n "$(ls -A "$parent")" ]
     if [ "$how" = group ]; then kill -KILL -- "-$launcher"; else kill -KILL "$launcher"; fi
     wait "$launcher" 2>/dev/null
-    check "$name: ranks and their children gone, the rendezvous directory removed, within 5 s" \
-        gone_within 5 "$pids" "$parent"
+    check "$name: ranks and their children gone, the rendezvous directory removed" \
+        gone_within 30 "$pids" "$parent"
 }
 kill_case "SIGKILL to the launcher" pid
 kill_case "SIGKILL to the launcher's process group" group
@@ -208,7 +211,8 @@ mkdir -m 0700 "$tmp/rdv_int"
 setsid "$run" -n 2 --grace 1 --rendezvous-dir "$tmp/rdv_int" sleep 1009.$tag >"$tmp/out14_int.log" 2>&1 &
 launcher=$!
 check "SIGINT to the launcher's group: the launcher leads its own group" leads_group "$launcher"
-sleep 0.5
+check "SIGINT to the launcher's group: 2 ranks running" wait_for 60 "2 ranks (sleep 1009.$tag)" \
+    eval '[ "$(pgrep -fc "^sleep 1009.$tag")" -eq 2 ]'
 kill -INT -- "-$launcher"
 wait "$launcher"
 rc=$?
@@ -223,14 +227,17 @@ check "SIGINT to the launcher's group: the watchdog says nothing" bash -c "! gre
 "$run" -n 2 sh -c "setsid sleep 1010.$tag & exit 0" >"$tmp/out15.log" 2>&1
 rc=$?
 check "setsid child, ranks exit 0: launcher exits 0 (got $rc)" [ "$rc" -eq 0 ]
-sleep 0.3
-check "setsid child, ranks exit 0: gone with the launcher" [ -z "$(pgrep -f "sleep 1010.$tag")" ]
-"$run" -n 2 --grace 1 sh -c "setsid sh -c 'sleep 1011.$tag & sleep 1012.$tag' & sleep 0.2; exit 3" \
+check "setsid child, ranks exit 0: gone with the launcher" wait_for 30 "the end of sleep 1010.$tag" gone "sleep 1010.$tag"
+# Each rank fails once its session's two sleeps run (they say so with a file; 60 s at most).
+mkdir -p "$tmp/ready15"
+READY=$tmp/ready15 "$run" -n 2 --grace 1 sh -c "setsid sh -c 'sleep 1011.$tag & sleep 1012.$tag & touch \"\$READY/\$HIDET_NCCL_RANK\"; wait' &
+    for _ in \$(seq 1200); do [ -e \"\$READY/\$HIDET_NCCL_RANK\" ] && break; sleep 0.05; done; exit 3" \
     >"$tmp/out15b.log" 2>&1
 rc=$?
 check "setsid children, a rank fails: launcher exits 3 (got $rc)" [ "$rc" -eq 3 ]
-sleep 0.3
-check "setsid children, a rank fails: all gone with the launcher" [ -z "$(pgrep -f "sleep 101[12].$tag")" ]
+check "setsid children, a rank fails: both ranks' sessions ran" [ -e "$tmp/ready15/0" -a -e "$tmp/ready15/1" ]
+check "setsid children, a rank fails: all gone with the launcher" wait_for 30 "the end of sleep 101[12].$tag" \
+    gone "sleep 101[12].$tag"
 check "no watchdog left behind" [ -z "$(pgrep -f "101[0-2].$tag")" ]
 pkill -KILL -f "101[0-2].$tag" 2>/dev/null
 

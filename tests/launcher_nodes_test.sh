@@ -4,6 +4,7 @@
 # (--rendezvous-dir with --job-key); the multi-node options checked; a node that never comes.
 #   launcher_nodes_test.sh HIDET_NCCL_RUN BOOTSTRAP_ENV_PEER LAUNCHER_CHILD
 set -u
+if [ -n "${TEST_SRCDIR:-}" ]; then . "$TEST_SRCDIR/$TEST_WORKSPACE/tests/wait_for.sh"; else . "$(dirname "$(realpath "$0")")/wait_for.sh"; fi
 run=$(realpath "$1")
 peer=$(realpath "$2")
 child=$(realpath "$3")
@@ -20,10 +21,10 @@ port() { echo $((20000 + (RANDOM * 32768 + RANDOM) % 12000)); }
 
 # Two nodes of 3 ranks through the socket rendezvous.
 p=$(port)
-"$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 3 --timeout 60 "$peer" socket \
+"$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 3 --timeout "$(scaled 60)" "$peer" socket \
     >"$tmp/s1.log" 2>&1 &
 node1=$!
-"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 3 --timeout 60 "$peer" socket \
+"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 3 --timeout "$(scaled 60)" "$peer" socket \
     >"$tmp/s0.log" 2>&1
 rc0=$?
 wait $node1
@@ -64,10 +65,10 @@ check "a node with another secret: refused, saying why" grep -q "proof of the jo
 # and rank.1.log, tagged [0] and [1]).
 p=$(port)
 logs=$tmp/shared_logs
-"$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 2 --timeout 60 --output-dir "$logs" \
+"$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 2 --timeout "$(scaled 60)" --output-dir "$logs" \
     --tag-output "$peer" socket >"$tmp/o1.log" 2>&1 &
 node1=$!
-"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 2 --timeout 60 --output-dir "$logs" \
+"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 2 --timeout "$(scaled 60)" --output-dir "$logs" \
     --tag-output "$peer" socket >"$tmp/o0.log" 2>&1
 rc0=$?
 wait $node1
@@ -153,7 +154,7 @@ check "-x HIDET_NCCL_RENDEZVOUS_SERVED" bad "-x HIDET_NCCL_RENDEZVOUS_SERVED: hi
 
 # One host, the socket rendezvous the launcher serves (--rendezvous socket): a port of the
 # system's, a fresh key and secret; node 0's port in use stops the launcher before any rank.
-"$run" --rendezvous socket -n 3 --timeout 60 "$peer" socket >"$tmp/one.log" 2>&1
+"$run" --rendezvous socket -n 3 --timeout "$(scaled 60)" "$peer" socket >"$tmp/one.log" 2>&1
 rc=$?
 check "--rendezvous socket on one host: exit 0" [ "$rc" -eq 0 ]
 check "--rendezvous socket on one host: 3 ranks say 0 failed" \
@@ -167,20 +168,23 @@ check "--rendezvous socket: the ranks are told" grep -q "^served=1 at 127.0.0.1:
 # port it serves.
 p=$(port)
 export HIDET_NCCL_JOB_KEY=inherited-key TORCHELASTIC_USE_AGENT_STORE=True
-"$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout 30 "$peer" socket \
+"$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout "$(scaled 30)" "$peer" socket \
     >"$tmp/k1.log" 2>&1 &
 node1=$!
-"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout 30 "$peer" socket \
+"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout "$(scaled 30)" "$peer" socket \
     >"$tmp/k0.log" 2>&1
 rc0=$?
 wait $node1
 rc1=$?
 unset HIDET_NCCL_JOB_KEY TORCHELASTIC_USE_AGENT_STORE
 check "an inherited job key and torchrun's agent variable: both nodes exit 0" [ "$rc0" -eq 0 -a "$rc1" -eq 0 ]
-p=$(port)
-python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("", int(sys.argv[1]))); s.listen(); time.sleep(5)' "$p" &
+# The port's holder listens on a port of the system's, says which once it listens, and holds it
+# until killed (10 minutes at most, should this script die first); the launcher starts only then.
+python3 -c 'import socket, time; s = socket.socket(); s.bind(("", 0)); s.listen(); print("listening on", s.getsockname()[1], flush=True); time.sleep(600)' \
+    >"$tmp/holder.log" 2>&1 &
 holder=$!
-sleep 0.5
+check "node 0's port in use: the holder listens" wait_for 60 "the port holder's 'listening on'" grep -q "^listening on " "$tmp/holder.log"
+p=$(sed -n 's/^listening on //p' "$tmp/holder.log")
 "$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 1 sh -c 'echo started' >"$tmp/busy.log" 2>&1
 rc=$?
 kill $holder 2>/dev/null
@@ -194,7 +198,7 @@ check "node 0's port in use: said, and no rank started" \
 # poll failed (EINVAL) every second, nobody was admitted, and the launcher never ended. A limit
 # too small for the job is said at start, naming it, before any rank starts.
 for limit in 1024 256; do
-    (ulimit -n $limit && timeout -k 2 20 "$run" --rendezvous socket -n 3 --timeout 5 "$peer" socket) \
+    (ulimit -n $limit && timeout -k 2 "$(scaled 20)" "$run" --rendezvous socket -n 3 --timeout "$(scaled 5)" "$peer" socket) \
         >"$tmp/nofile$limit.log" 2>&1
     rc=$?
     check "ulimit -n $limit: exit 0 (rc $rc)" [ "$rc" -eq 0 ]
@@ -218,19 +222,20 @@ check "ulimit -n 128 for 100 ranks: said at start, naming the limit; no rank sta
 p=$(port)
 go=$tmp/usr.go
 for node in 1 0; do
-    "$run" --nnodes 2 --node-rank $node --master-addr 127.0.0.1 --master-port "$p" -n 2 --keep-going --timeout 30 \
-        "$child" outlive 2 "$go" >"$tmp/usr$node.log" 2>&1 &
+    "$run" --nnodes 2 --node-rank $node --master-addr 127.0.0.1 --master-port "$p" -n 2 --keep-going \
+        --timeout "$(scaled 30)" "$child" outlive 2 "$go" >"$tmp/usr$node.log" 2>&1 &
     eval "usr$node=\$!"
 done
-for ((i = 0; i < 600; i++)); do grep -q "serving the rendezvous while" "$tmp/usr0.log" && break; sleep 0.05; done
+check "SIGUSR1, SIGUSR2 to node 0 serving node 1: node 0 serves, its ranks ended" \
+    wait_for 30 "node 0's 'serving the rendezvous while'" grep -q "serving the rendezvous while" "$tmp/usr0.log"
 kill -USR1 "$usr0"
 kill -USR2 "$usr0"
-# taken when none is pending any more (or the launcher is gone)
-for ((i = 0; i < 200; i++)); do
+taken() { # none pending any more (or the launcher is gone)
+    local pending
     pending=$(sed -n 's/^ShdPnd:[[:space:]]*//p' "/proc/$usr0/status" 2>/dev/null)
-    [ -z "$pending" ] || [ "$pending" = 0000000000000000 ] && break
-    sleep 0.01
-done
+    [ -z "$pending" ] || [ "$pending" = 0000000000000000 ]
+}
+check "SIGUSR1, SIGUSR2 to node 0 serving node 1: taken" wait_for 10 "node 0 to take the signals" taken
 touch "$go"
 wait "$usr1"
 rc1=$?
@@ -248,16 +253,17 @@ check "SIGUSR1, SIGUSR2 to node 0 serving node 1: node 0 exits 0 once they are d
 # exited 0 saying nothing, and the duplicate's rank was told "(its own message says why)".
 p=$(port)
 go=$tmp/dup.go
-"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout 20 \
+"$run" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout "$(scaled 20)" \
     sh -c 'while [ ! -e "$0" ]; do sleep 0.05; done; exec "$1" bootstrap' "$go" "$child" >"$tmp/dup0.log" 2>&1 &
 dup0=$!
 for d in a b; do
-    "$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout 20 "$child" bootstrap \
-        >"$tmp/dup1$d.log" 2>&1 &
+    "$run" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$p" -n 1 --timeout "$(scaled 20)" \
+        "$child" bootstrap >"$tmp/dup1$d.log" 2>&1 &
     eval "dup1$d=\$!"
 done
 connected_to() { awk -v port="$(printf ':%04X' "$1")" '$3 ~ port "$" && $4 == "01"' /proc/net/tcp | wc -l; }
-for ((i = 0; i < 400; i++)); do [ "$(connected_to "$p")" -ge 2 ] && break; sleep 0.05; done
+check "one --node-rank twice: both node 1s connected" wait_for 20 "2 connections to port $p" \
+    eval '[ "$(connected_to "$p")" -ge 2 ]'
 touch "$go"
 wait "$dup0"
 rc0=$?
@@ -287,7 +293,7 @@ took=$(($(date +%s) - start))
 cat "$tmp/alone.log"
 check "a missing node: node 0 fails" [ "$rc" -ne 0 ]
 check "a missing node: the message names rank 1" grep -q "ranks 1 (1 of 2 ranks) never connected" "$tmp/alone.log"
-check "a missing node: within the deadline and a few seconds ($took s)" [ "$took" -le 10 ]
+check "a missing node: within the deadline and a few seconds ($took s)" [ "$took" -le $((2 + $(scaled 8))) ]
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -17,14 +17,16 @@
 # failed call) and how long the rounds took.
 #   usage: recover_file_test.sh HIDET_NCCL_RUN RECOVER_PEER
 set -u
+if [ -n "${TEST_SRCDIR:-}" ]; then . "$TEST_SRCDIR/$TEST_WORKSPACE/tests/wait_for.sh"; else . "$(dirname "$(realpath "$0")")/wait_for.sh"; fi
 RUN=$(realpath "$1")
 PEER=$(realpath "$2")
 ROUNDS=${HN_RECOVER_ROUNDS:-200}
 if [ -n "${ASAN_OPTIONS:-}${UBSAN_OPTIONS:-}" ] && [ -z "${HN_RECOVER_ROUNDS:-}" ]; then
     ROUNDS=100 # under ASan a job takes 0.38 s here, not 0.16 s: 200 would take most of 2 minutes
 fi
-CALL_TIMEOUT=10 # each call's deadline on the ranks (the decider waits half of it for a rank that is neither in nor gone)
-JOB_TIMEOUT=20  # the hard bound of one job
+# Scaled on a slower build (tests/wait_for.sh):
+CALL_TIMEOUT=$(scaled 10) # each call's deadline on the ranks (the decider waits half of it for a rank that is neither in nor gone)
+JOB_TIMEOUT=$(scaled 20)  # the hard bound of one job
 BASE=$(mktemp -d "${TEST_TMPDIR:-/tmp}/recover_file.XXXXXX")
 trap 'rm -rf "$BASE"' EXIT
 fail=0

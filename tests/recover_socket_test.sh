@@ -16,14 +16,16 @@
 # call), how long the recovery rounds took at 3 and at 5 ranks, and how long a whole job took.
 #   usage: recover_socket_test.sh HIDET_NCCL_RUN RECOVER_PEER
 set -u
+if [ -n "${TEST_SRCDIR:-}" ]; then . "$TEST_SRCDIR/$TEST_WORKSPACE/tests/wait_for.sh"; else . "$(dirname "$(realpath "$0")")/wait_for.sh"; fi
 RUN=$(realpath "$1")
 PEER=$(realpath "$2")
 ROUNDS=${HN_RECOVER_ROUNDS:-200}
 if [ -n "${ASAN_OPTIONS:-}${UBSAN_OPTIONS:-}" ] && [ -z "${HN_RECOVER_ROUNDS:-}" ]; then
     ROUNDS=40 # every process under the sanitizers starts several times slower
 fi
-CALL_TIMEOUT=10 # each call's deadline on the ranks; the rendezvous waits half of it for a rank neither in nor gone
-JOB_TIMEOUT=20  # the hard bound of one job
+# Scaled on a slower build (tests/wait_for.sh):
+CALL_TIMEOUT=$(scaled 10) # each call's deadline on the ranks; the rendezvous waits half of it for a rank neither in nor gone
+JOB_TIMEOUT=$(scaled 20)  # the hard bound of one job
 BASE=$(mktemp -d "${TEST_TMPDIR:-/tmp}/recover_socket.XXXXXX")
 trap 'rm -rf "$BASE"' EXIT
 fail=0

@@ -7,6 +7,7 @@
 # CPUs, free ports), the daemons run in the foreground as background jobs, and start returns
 # once sinfo shows the node idle (or fails, printing the daemons' logs).
 set -u
+if [ -n "${TEST_SRCDIR:-}" ]; then . "$TEST_SRCDIR/$TEST_WORKSPACE/tests/wait_for.sh"; else . "$(dirname "$(realpath "$0")")/../wait_for.sh"; fi
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
@@ -18,11 +19,19 @@ free_port() {
         echo $((20000 + RANDOM % 20000))
 }
 
+daemons_gone() {
+    local p
+    for p in slurmd slurmctld munged; do
+        [ -f "$dir/$p.pid" ] && kill -0 "$(cat "$dir/$p.pid")" 2>/dev/null && return 1
+    done
+    return 0
+}
+
 stop() {
     for p in slurmd slurmctld munged; do
         [ -f "$dir/$p.pid" ] && kill "$(cat "$dir/$p.pid")" 2>/dev/null
     done
-    sleep 1
+    wait_for 10 "the daemons' end after SIGTERM (then SIGKILL)" daemons_gone >/dev/null
     for p in slurmd slurmctld munged; do
         [ -f "$dir/$p.pid" ] && kill -9 "$(cat "$dir/$p.pid")" 2>/dev/null
         rm -f "$dir/$p.pid"
@@ -83,15 +92,12 @@ PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscri
 CONF
     slurmctld -D -f "$SLURM_CONF" >"$dir/slurmctld.out" 2>&1 &
     slurmd -D -f "$SLURM_CONF" >"$dir/slurmd.out" 2>&1 &
-    for _ in $(seq 1 60); do
-        state=$(sinfo -h -o %t 2>/dev/null | head -1)
-        if [ "$state" = "idle" ]; then
-            echo "export SLURM_CONF=$SLURM_CONF"
-            return 0
-        fi
-        sleep 0.5
-    done
-    echo "slurm_cluster: the node did not become idle within 30 s (sinfo: '${state:-}'); logs:"
+    node_idle() { [ "$(sinfo -h -o %t 2>/dev/null | head -1)" = idle ]; }
+    if wait_for 60 "the node idle in sinfo" node_idle; then
+        echo "export SLURM_CONF=$SLURM_CONF"
+        return 0
+    fi
+    echo "slurm_cluster: the node did not become idle (sinfo: '$(sinfo -h -o %t 2>/dev/null | head -1)'); logs:"
     tail -n 20 "$dir"/slurmctld.log "$dir"/slurmd.log "$dir"/*.out 2>/dev/null
     stop
     exit 1
