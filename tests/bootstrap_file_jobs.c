@@ -13,10 +13,13 @@
 #include <unistd.h>
 
 #include "tests/bootstrap_file_test.h"
+#include "tests/deadline.h"
 
 char g_peer[PATH_MAX];
 char g_base[PATH_MAX];
 int g_case;
+
+double job_deadline(int n) { return hn_test_deadline(0.5, n, 60); }
 
 /* A fresh private directory for one case. */
 void new_dir(char *out, size_t n) {
@@ -180,8 +183,16 @@ void *root_thread(void *arg) {
     return NULL;
 }
 
-/* As rank `rank` of `world`: waits (up to wait_s) for round 0's claim of `key`, then puts a hello
- * answering it with a nonce of nonce_byte, as written by process pid of host (by default pid 1
+int read_msg(const char *path, uint8_t *buf, size_t cap, hidet_nccl__bf_msg_t *m) {
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, cap) : -1;
+    if (fd >= 0) close(fd);
+    char why[512];
+    return n > 0 && hidet_nccl__bf_parse(buf, (size_t)n, m, why, sizeof why) == 0;
+}
+
+/* As rank `rank` of `world`: waits (up to wait_s, scaled) for round 0's claim of `key`, then puts a
+ * hello answering it with a nonce of nonce_byte, as written by process pid of host (by default pid 1
  * of another host: a writer whose death nobody here can see). 0, or -1. */
 uint32_t g_fake_pid = 1;
 const char *g_fake_host = "elsewhere";
@@ -190,15 +201,9 @@ int fake_hello_rank(const char *dir, const char *key, int nonce_byte, int rank, 
     snprintf(path, sizeof path, "%s/hidet-nccl.%s.0.root", dir, key);
     uint8_t buf[1024], hello[HN_BF_HEADER + HN_BF_HELLO_FIXED + 4], nonce[HN_BF_NONCE];
     hidet_nccl__bf_msg_t m;
-    char why[512];
-    for (int i = 0;; i++) {
-        int fd = open(path, O_RDONLY);
-        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
-        if (fd >= 0) close(fd);
-        if (n > 0 && hidet_nccl__bf_parse(buf, (size_t)n, &m, why, sizeof why) == 0) break;
-        if (i > wait_s * 100) return -1;
-        usleep(10000);
-    }
+    int claimed = 0;
+    HN_WAIT_FOR(claimed, read_msg(path, buf, sizeof buf, &m), wait_s, "the root's claim");
+    if (!claimed) return -1;
     memset(nonce, nonce_byte, sizeof nonce);
     size_t len = hidet_nccl__bf_encode_hello(hello, sizeof hello, key, 0, (uint32_t)world, (uint32_t)rank, nonce,
                                              m.nonce, g_fake_pid, g_fake_host, NULL, 0, 0);
@@ -248,13 +253,11 @@ void put_claim(const char *dir, const char *key, uint32_t world, long hold_ms, u
     put_file(path, file, len, 0600);
 }
 
-/* 1 once path exists, 0 if it did not within wait_s. */
+/* 1 once path exists, 0 if it did not within wait_s (scaled). */
 int wait_for(const char *path, double wait_s) {
-    for (int i = 0; i <= wait_s * 200; i++) {
-        if (access(path, F_OK) == 0) return 1;
-        usleep(5000);
-    }
-    return 0;
+    int there = 0;
+    HN_WAIT_FOR(there, access(path, F_OK) == 0, wait_s, path);
+    return there;
 }
 
 /* The stderr a process started with g_keep_stderr left ("" if none). */

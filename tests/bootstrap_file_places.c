@@ -10,12 +10,15 @@
 #include <unistd.h>
 
 #include "tests/bootstrap_file_test.h"
+#include "tests/deadline.h"
 
-/* Item 22's bounds, at 300 ms per file operation and a 1 s deadline (file_bootstrap.c: no step
- * starts past the deadline; past it, a call ends the operation in flight and cleans up). */
-#define SLOW_ROOT_BOUND 3.0
-#define SLOW_READER_BOUND 3.0
-#define SLOW_CLEANUP_S 1.3
+/* Item 22's bounds, at 300 ms per file operation and a 1 s deadline (file_root.c, file_reader.c:
+ * no step starts past the deadline; past it, a call ends the operation in flight and cleans up):
+ * the call within 3 s, what it says it waited within 1.3 s of that; the margins past the
+ * deadline scaled on a slower build (tests/deadline.h). */
+#define SLOW_ROOT_BOUND (1.0 + hn_test_scaled(2.0))
+#define SLOW_READER_BOUND (1.0 + hn_test_scaled(2.0))
+#define SLOW_CLEANUP_S (1.0 + hn_test_scaled(0.3))
 
 /* 7: a symlink at the path, a file owned by another user, a file writable by group or
  * others, a directory writable by others without the sticky bit: refused with a message. */
@@ -159,10 +162,10 @@ void test_hello_path_taken(void) {
     snprintf(path, sizeof path, "%s/hidet-nccl.taken23.0.hello.1", dir);
     mkdir(path, 0700);
     double elapsed = 0;
-    CU_ASSERT_EQUAL(read_once(dir, "taken23", 5, &elapsed), HIDET_NCCL_ERROR_BOOTSTRAP);
+    CU_ASSERT_EQUAL(read_once(dir, "taken23", hn_test_scaled(5), &elapsed), HIDET_NCCL_ERROR_BOOTSTRAP);
     if (strstr(g_last, "hello.1 is a directory") == NULL) fprintf(stderr, "a directory: %s\n", g_last);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "hello.1 is a directory"));
-    CU_ASSERT(elapsed < 2);
+    CU_ASSERT(elapsed < hn_test_scaled(2)); /* at once, not at the deadline (5 s, scaled) */
     rmdir(path);
     if (geteuid() != 0) {
         printf("\n  (not root: the other user's file is made by tests/bootstrap_file_users_test.sh only)\n");
@@ -172,11 +175,11 @@ void test_hello_path_taken(void) {
     snprintf(path, sizeof path, "%s/hidet-nccl.taken23b.0.hello.1", dir);
     put_file(path, (const uint8_t *)"not yours", 9, 0644);
     CU_ASSERT_FATAL(chown(path, 65534, 65534) == 0);
-    CU_ASSERT_EQUAL(read_once(dir, "taken23b", 5, &elapsed), HIDET_NCCL_ERROR_BOOTSTRAP);
+    CU_ASSERT_EQUAL(read_once(dir, "taken23b", hn_test_scaled(5), &elapsed), HIDET_NCCL_ERROR_BOOTSTRAP);
     if (strstr(g_last, "owned by uid 65534") == NULL) fprintf(stderr, "a foreign file: %s\n", g_last);
     CU_ASSERT_PTR_NOT_NULL(strstr(g_last, "owned by uid 65534"));
     CU_ASSERT_PTR_NOT_NULL(strstr(g_last, path));
-    CU_ASSERT(elapsed < 2);
+    CU_ASSERT(elapsed < hn_test_scaled(2)); /* at once, not at the deadline (5 s, scaled) */
     CU_ASSERT_EQUAL(access(path, F_OK), 0); /* left as it is: not this user's to remove */
 }
 

@@ -34,6 +34,10 @@ extern char g_last[8192]; /* the message of read_once's last call */
 extern uint32_t g_fake_pid;
 extern const char *g_fake_host;
 
+/* The deadline of a job of n ranks that must meet (their broadcasts' timeout_s): spawning them is
+ * most of the work, so 0.5 s a rank on a core, 60 s at least, scaled: hn_test_deadline(0.5, n, 60)
+ * (tests/deadline.h; 256 ranks on 2 cores: 64 s, 192 s under ASan). */
+double job_deadline(int n);
 /* A fresh private directory for one case. */
 void new_dir(char *out, size_t n);
 /* Rank `rank` of a job with key `key`, its output in out.<label>.<rank>. */
@@ -55,8 +59,10 @@ void id_of(const char *key, int rank, int round, char hex[2 * 128 + 1]);
 int all_same_id(const char *key, int n, int round, char first[2 * 128 + 1]);
 /* Files in dir whose names contain `part`. */
 int count_files(const char *dir, const char *part);
-/* 1 once path exists, 0 if it did not within wait_s. */
+/* 1 once path exists, 0 if it did not within wait_s (scaled: tests/deadline.h). */
 int wait_for(const char *path, double wait_s);
+/* 1 if the file at path parses (into *m, pointing into buf). */
+int read_msg(const char *path, uint8_t *buf, size_t cap, hidet_nccl__bf_msg_t *m);
 /* The stderr a process started with g_keep_stderr left ("" if none). */
 void err_of(const char *label, int rank, char *out, size_t n);
 
@@ -67,7 +73,7 @@ void put_claim(const char *dir, const char *key, uint32_t world, long hold_ms, u
                const char *host);
 /* Writes data at path (replacing what is there) and gives it mode. */
 void put_file(const char *path, const uint8_t *data, size_t len, mode_t mode);
-/* As rank `rank` of `world`: waits (up to wait_s) for round 0's claim of `key`, then puts a hello
+/* As rank `rank` of `world`: waits (up to wait_s, scaled) for round 0's claim of `key`, then puts a hello
  * answering it with a nonce of nonce_byte, as written by g_fake_pid of g_fake_host. 0, or -1. */
 int fake_hello_rank(const char *dir, const char *key, int nonce_byte, int rank, int world, double wait_s);
 int fake_hello(const char *dir, const char *key, int nonce_byte, double wait_s); /* as rank 1 of 2 */

@@ -7,6 +7,7 @@
  * communicator (arguments, an id never given). */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,9 @@
 #include "hidet_nccl/bootstrap.h"
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
+#include "tests/deadline.h"
 
-typedef enum { GOOD, NOT_ME, NO_RENUMBER, SLOW, FAIL } mode_t_;
+typedef enum { GOOD, NOT_ME, NO_RENUMBER, HELD, FAIL } mode_t_;
 
 static struct {
     mode_t_ mode;
@@ -25,6 +27,8 @@ static struct {
     uint64_t last_epoch; /* of the last recover */
     double last_wait, last_timeout;
 } g;
+/* HELD: the round says it is in (g_in_round) and stays until the test lets it go (g_release). */
+static atomic_int g_in_round, g_release;
 
 static hidet_nccl_status_t p_init(const void *p, const hidet_nccl_bootstrap_init_args_t *a, void **s, char *m,
                                   size_t n) {
@@ -65,7 +69,12 @@ static hidet_nccl_status_t p_recover(void *s, uint64_t epoch, double wait_s, dou
     g.last_epoch = epoch;
     g.last_wait = wait_s;
     g.last_timeout = timeout_s;
-    if (g.mode == SLOW) usleep(300 * 1000);
+    if (g.mode == HELD) {
+        atomic_store(&g_in_round, 1);
+        int released = 0;
+        HN_WAIT_FOR(released, atomic_load(&g_release), 60, "the test's release of the round");
+        (void)released; /* not released: the round ends, and the case fails on what it then sees */
+    }
     if (g.mode == FAIL) {
         snprintf(m, n, "left out of recovery round %llu: ranks 0 1 went on without rank %d",
                  (unsigned long long)epoch, g.rank);
@@ -165,15 +174,20 @@ static void *recover_thread(void *p) {
 }
 
 static void test_two_threads(void) {
-    hidet_nccl_bootstrap_h bs = make(SLOW);
+    hidet_nccl_bootstrap_h bs = make(HELD);
+    atomic_store(&g_in_round, 0);
+    atomic_store(&g_release, 0);
     call_t a = {bs, 0, ""}, b = {bs, 0, ""};
     pthread_t ta, tb;
     pthread_create(&ta, NULL, recover_thread, &a);
-    usleep(50 * 1000);
+    int in = 0;
+    HN_WAIT_FOR(in, atomic_load(&g_in_round), 60, "the first thread in the round");
+    CU_ASSERT(in);
     pthread_create(&tb, NULL, recover_thread, &b);
     pthread_join(tb, NULL); /* refused at once, while the first is still in the round */
     CU_ASSERT_EQUAL(b.st, HIDET_NCCL_ERROR_INVALID_USAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(b.msg, "under way on another thread"));
+    atomic_store(&g_release, 1);
     pthread_join(ta, NULL);
     CU_ASSERT_EQUAL(a.st, HIDET_NCCL_SUCCESS);
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_destroy(bs), HIDET_NCCL_SUCCESS, NULL);

@@ -16,6 +16,7 @@
 
 #include "hidet_nccl/bootstrap.h"
 #include "tests/cunit_runner.h"
+#include "tests/deadline.h"
 #include "tests/socket_peers.h"
 
 static hidet_nccl_socket_bootstrap_params_t params(int port, int rank, int n, const char *key) {
@@ -29,16 +30,18 @@ static hidet_nccl_socket_bootstrap_params_t params(int port, int rank, int n, co
 }
 
 /* One rank in a child: bootstrap, two rounds (a broadcast of a real id from the last rank,
- * an allgather of it), checked; exit 0 if all holds, else 1 with the message on stderr. */
+ * an allgather of it), checked; exit 0 if all holds, else 1 with the message on stderr. Each
+ * round's deadline: 0.5 s a rank (on a core), 20 s at least, scaled (tests/deadline.h). */
 static int rank_main(int port, int rank, int n, const char *key) {
     hidet_nccl_socket_bootstrap_params_t p = params(port, rank, n, key);
     hidet_nccl_bootstrap_h bs;
+    double round_s = hn_test_deadline(0.5, n, 20);
     if (hidet_nccl_bootstrap_socket(&p, &bs) != HIDET_NCCL_SUCCESS) goto fail;
     ncclUniqueId id, *all = calloc((size_t)n, sizeof id);
     memset(&id, 0, sizeof id);
     if (rank == n - 1 && hidet_nccl_get_unique_id(&id) != HIDET_NCCL_SUCCESS) goto fail;
-    if (hidet_nccl_bootstrap_broadcast(bs, &id, sizeof id, n - 1, 20) != HIDET_NCCL_SUCCESS) goto fail;
-    if (hidet_nccl_bootstrap_allgather(bs, &id, all, sizeof id, 20) != HIDET_NCCL_SUCCESS) goto fail;
+    if (hidet_nccl_bootstrap_broadcast(bs, &id, sizeof id, n - 1, round_s) != HIDET_NCCL_SUCCESS) goto fail;
+    if (hidet_nccl_bootstrap_allgather(bs, &id, all, sizeof id, round_s) != HIDET_NCCL_SUCCESS) goto fail;
     for (int r = 0; r < n; r++)
         if (memcmp(&all[r], &all[0], sizeof id) != 0) {
             fprintf(stderr, "rank %d: rank %d's id differs\n", rank, r);
@@ -77,19 +80,18 @@ static void test_2_ranks(void) { check_job(2); }
 static void test_16_ranks(void) { check_job(16); }
 static void test_64_ranks(void) { check_job(64); }
 
-/* Connects to port and sends bytes (then keeps the connection open until closed by the caller). */
+/* Connects to port (once rank 0 listens) and sends bytes (then keeps the connection open until
+ * closed by the caller). */
 static int stranger(int port, const void *bytes, size_t len) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = htons(port)};
-    for (int i = 0; i < 200 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0; i++) usleep(10000);
-    if (len) (void)!write(fd, bytes, len);
+    int fd = hn_test_dial(port);
+    if (len && fd >= 0) (void)!write(fd, bytes, len);
     return fd;
 }
 
 static void test_strangers_dropped(void) {
     /* The other job's rank may come after rank 0 stopped listening: it then waits for nobody
-     * until its deadline, so keep that short. */
-    setenv("HIDET_NCCL_TIMEOUT", "5", 1);
+     * until its deadline, so keep that short (but long enough for the job's 3 ranks). */
+    hn_test_setenv_seconds("HIDET_NCCL_TIMEOUT", hn_test_deadline(0.5, 3, 5));
     hidet_nccl_settings_reload();
     int port = hn_test_port();
     pid_t root = spawn_rank(port, 0, 3, "guarded");
@@ -139,12 +141,12 @@ static void test_errors_before_the_deadline(void) {
     p = params(hn_test_port(), 1, 2, "noroot");
     double t0 = now();
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_TIMEOUT, "could not reach rank 0");
-    CU_ASSERT(now() - t0 < 2.5);
+    CU_ASSERT(now() - t0 < 1 + hn_test_scaled(1.5)); /* the deadline (1 s) and a moment, not more */
     /* A rank that never comes. */
     p = params(hn_test_port(), 0, 3, "lonely");
     t0 = now();
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_TIMEOUT, "ranks 1, 2 (2 of 3 ranks)");
-    CU_ASSERT(now() - t0 < 2.5);
+    CU_ASSERT(now() - t0 < 1 + hn_test_scaled(1.5));
     /* Bad parameters. */
     p = params(0, 0, 2, "x");
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "rendezvous port");
@@ -159,13 +161,13 @@ static void test_errors_before_the_deadline(void) {
     hidet_nccl_settings_reload();
 }
 
-/* The same rank twice (two jobs on one port and key): rank 0 says so, naming both. */
+/* The same rank twice (two jobs on one port and key): rank 0 says so, naming both. Both connect
+ * within rank 0's deadline (they dial until it listens); rank 2 never comes. */
 static void test_rank_twice(void) {
-    setenv("HIDET_NCCL_TIMEOUT", "3", 1);
+    hn_test_setenv_seconds("HIDET_NCCL_TIMEOUT", hn_test_deadline(0.5, 3, 3));
     hidet_nccl_settings_reload();
     int port = hn_test_port();
     pid_t a = spawn_rank(port, 1, 3, "twice"), b = spawn_rank(port, 1, 3, "twice");
-    usleep(100 * 1000);
     hidet_nccl_socket_bootstrap_params_t p = params(port, 0, 3, "twice");
     hidet_nccl_bootstrap_h bs = NULL;
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_BOOTSTRAP, "rank 1 connected twice");
@@ -306,7 +308,7 @@ static void test_under_torchrun(void) {
     setenv("MASTER_ADDR", "127.0.0.1", 1);
     setenv("MASTER_PORT", ps, 1);
     setenv("WORLD_SIZE", "2", 1);
-    setenv("HIDET_NCCL_TIMEOUT", "20", 1);
+    hn_test_setenv_seconds("HIDET_NCCL_TIMEOUT", hn_test_scaled(20));
     unsetenv("HIDET_NCCL_RENDEZVOUS_DIR");
     setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
     fflush(NULL);

@@ -22,6 +22,7 @@
 #include "bootstrap_socket/socket_format_int.h"
 #include "hidet_nccl/bootstrap.h"
 #include "tests/cunit_runner.h"
+#include "tests/deadline.h"
 #include "tests/socket_peers.h"
 
 #define SECRET "0123456789abcdef-the-job-secret"
@@ -78,7 +79,7 @@ static void test_flood(void) {
     getrlimit(RLIMIT_NOFILE, &rl);
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
-    setenv("HIDET_NCCL_TIMEOUT", "40", 1);
+    hn_test_setenv_seconds("HIDET_NCCL_TIMEOUT", hn_test_scaled(40));
     hidet_nccl_settings_reload();
     int port = hn_test_port();
     pid_t ranks[4];
@@ -86,8 +87,7 @@ static void test_flood(void) {
     int silent[1000], opened = 0;
     for (int i = 0; i < 1000; i++) opened += (silent[i] = hn_test_dial(port)) >= 0;
     CU_ASSERT_EQUAL(opened, 1000);
-    pid_t loris = hn_test_slow_loris(port, 100), flood = hn_test_flooder(port);
-    usleep(300 * 1000); /* the flood is on before the ranks come */
+    pid_t loris = hn_test_slow_loris(port, 100), flood = hn_test_flooder(port); /* on before the ranks come */
     for (int r = 1; r < 4; r++) ranks[r] = spawn_rank(port, r, 4, NULL);
     int ok = 0;
     for (int r = 0; r < 4; r++) ok += wait_ok(ranks[r]);
@@ -116,9 +116,9 @@ static void stranger_with_a_claim(int port, uint32_t flags, int *kinds, int *n) 
     uint8_t f[4] = {(uint8_t)flags, 0, 0, 0}, mac[HN_SK_MAC];
     send_msg(fd, HN_SK_KIND_HELLO, 1, f, 4);
     struct pollfd p = {fd, POLLIN, 0};
-    if (flags && poll(&p, 1, 3000) == 1) { /* the challenge: answer it with a guess */
+    if (flags && poll(&p, 1, (int)(hn_test_scaled(3) * 1000)) == 1) { /* the challenge: answer it with a guess */
         memset(mac, 0x5a, sizeof mac);
-        usleep(100 * 1000);
+        usleep(100 * 1000); /* a guess that takes a while: nothing waits on it */
         send_msg(fd, HN_SK_KIND_PROOF, 1, mac, sizeof mac);
     }
     *n = hn_test_received(fd, kinds, 8);
@@ -151,7 +151,7 @@ static void refusal_reveals_nothing(int port) {
 }
 
 static void test_stranger_cannot_join(void) {
-    setenv("HIDET_NCCL_TIMEOUT", "20", 1);
+    hn_test_setenv_seconds("HIDET_NCCL_TIMEOUT", hn_test_scaled(20));
     int port = hn_test_port();
     pid_t root = spawn_rank(port, 0, 2, SECRET);
     int kinds[8], n = 0;
@@ -191,7 +191,7 @@ static hidet_nccl_status_t rank_here(int port, int rank, const char *secret) {
 }
 
 static void test_secrets_must_match(void) {
-    setenv("HIDET_NCCL_TIMEOUT", "3", 1);
+    hn_test_setenv_seconds("HIDET_NCCL_TIMEOUT", hn_test_scaled(3)); /* rank 0 waits it out: keep it short */
     int port = hn_test_port();
     pid_t root = spawn_rank(port, 0, 2, SECRET);
     HN_ASSERT_STATUS(rank_here(port, 1, "another-secret-of-16+"), HIDET_NCCL_ERROR_BOOTSTRAP,
@@ -212,7 +212,7 @@ static void test_secrets_must_match(void) {
 /* A process at the port that is not the job's rank 0: it challenges, takes the proof, and
  * welcomes with a proof it cannot make. */
 static void test_false_rank_0(void) {
-    setenv("HIDET_NCCL_TIMEOUT", "5", 1);
+    hn_test_setenv_seconds("HIDET_NCCL_TIMEOUT", hn_test_scaled(5));
     int port = hn_test_port();
     int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -228,7 +228,9 @@ static void test_false_rank_0(void) {
         send_msg(fd, HN_SK_KIND_CHALLENGE, 0, NULL, 0);
         (void)!read(fd, buf, sizeof buf); /* the proof */
         send_msg(fd, HN_SK_KIND_WELCOME, 0, body, sizeof body); /* with a proof of zeros */
-        usleep(500 * 1000);
+        struct pollfd p = {fd, POLLIN, 0}; /* holds the connection until the rank, refusing it, closes it */
+        while (poll(&p, 1, (int)(hn_test_scaled(30) * 1000)) == 1 && read(fd, buf, sizeof buf) > 0) {
+        }
         _exit(0);
     }
     close(lfd);
@@ -247,7 +249,7 @@ static void test_secret_file(void) {
     (void)!write(fd, SECRET "\n", strlen(SECRET) + 1);
     close(fd);
     setenv("HIDET_NCCL_JOB_SECRET_FILE", path, 1);
-    setenv("HIDET_NCCL_TIMEOUT", "20", 1);
+    hn_test_setenv_seconds("HIDET_NCCL_TIMEOUT", hn_test_scaled(20));
     hidet_nccl_settings_reload();
     HN_ASSERT_STATUS(rank_here(hn_test_port(), 1, NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "readable or writable by group");
     chmod(path, 0600);

@@ -5,6 +5,7 @@
  * keep a 3-rank job out.
  *   socket_served_hostile_test HIDET_NCCL_RUN     (the binary is its own rank: --rank) */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include "bootstrap_socket/socket_format_int.h"
 #include "hidet_nccl/bootstrap.h"
 #include "tests/cunit_runner.h"
+#include "tests/deadline.h"
 #include "tests/socket_peers.h"
 
 #define KEY "served-hostile"
@@ -27,14 +29,22 @@ static const char *g_run, *g_self;
 
 /* ---------------------------------------------------------------- a rank of the job */
 
-/* A rank started by the launcher: after delay_ms, a real id through the served rendezvous, an
- * allgather of it; then it stays hold_ms so that the rendezvous stays up for the strangers. */
-static int rank_main(int delay_ms, int hold_ms) {
+/* Waits (hn_test_scaled(120) s at most) until the test has made the file at path ("-": none). */
+static int test_said(const char *path, const char *what) {
+    int made = 1;
+    if (strcmp(path, "-") != 0) HN_WAIT_FOR(made, access(path, F_OK) == 0, 120, what);
+    return made;
+}
+
+/* A rank started by the launcher: once the test has made the file `go`, a real id through the
+ * served rendezvous, an allgather of it; then it stays until the test has made the file `done`, so
+ * that the rendezvous stays up for the strangers ("-": no wait). */
+static int rank_main(const char *go, const char *done) {
     hidet_nccl_bootstrap_h bs = NULL;
     int rank = -1, n = 0;
     ncclUniqueId id, all[8];
     memset(&id, 0, sizeof id);
-    usleep((useconds_t)delay_ms * 1000);
+    if (!test_said(go, "the test's go (the flood is on)")) return 1;
     if (hidet_nccl_bootstrap_from_env(&bs) != HIDET_NCCL_SUCCESS ||
         hidet_nccl_bootstrap_rank(bs, &rank, &n) != HIDET_NCCL_SUCCESS || n > 8 ||
         (rank == 0 && hidet_nccl_get_unique_id(&id) != HIDET_NCCL_SUCCESS) ||
@@ -45,7 +55,7 @@ static int rank_main(int delay_ms, int hold_ms) {
     }
     for (int r = 0; r < n; r++)
         if (memcmp(&all[r], &id, sizeof id) != 0) return 1;
-    usleep((useconds_t)hold_ms * 1000);
+    if (!test_said(done, "the test's done (the strangers have been refused)")) return 1;
     hidet_nccl_bootstrap_destroy(bs);
     printf("rank %d of %d: ok\n", rank, n);
     return 0;
@@ -53,23 +63,29 @@ static int rank_main(int delay_ms, int hold_ms) {
 
 /* ---------------------------------------------------------------- the launcher */
 
-/* hidet-nccl-run -n 3 serving on port, its output into log; the ranks come after delay_ms and
- * hold hold_ms at the end. */
-static pid_t launch(int port, int delay_ms, int hold_ms, const char *log) {
-    char ps[16], delay[16], hold[16];
+/* hidet-nccl-run -n 3 serving on port, its output into log; the ranks come once the file go is
+ * made and stay until the file done is ("-": at once). */
+static pid_t launch(int port, const char *go, const char *done, const char *log) {
+    char ps[16], timeout[32];
     snprintf(ps, sizeof ps, "%d", port);
-    snprintf(delay, sizeof delay, "%d", delay_ms);
-    snprintf(hold, sizeof hold, "%d", hold_ms);
+    snprintf(timeout, sizeof timeout, "%.0f", hn_test_scaled(40));
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
         FILE *f = freopen(log, "w", stdout);
         if (f == NULL || dup2(fileno(stdout), 2) < 0) _exit(126);
-        execl(g_run, g_run, "-n", "3", "--rendezvous", "socket", "--master-port", ps, "--job-key", KEY, "--timeout", "40",
-              g_self, "--rank", delay, hold, (char *)NULL);
+        execl(g_run, g_run, "-n", "3", "--rendezvous", "socket", "--master-port", ps, "--job-key", KEY, "--timeout",
+              timeout, g_self, "--rank", go, done, (char *)NULL);
         _exit(127);
     }
     return pid;
+}
+
+/* Makes the file at path (what the ranks wait for). */
+static void say_to_ranks(const char *path) {
+    int fd = open(path, O_CREAT | O_WRONLY, 0600);
+    CU_ASSERT(fd >= 0);
+    if (fd >= 0) close(fd);
 }
 
 static int exit_of(pid_t pid) {
@@ -102,9 +118,9 @@ static int stranger(int port, uint32_t flags, int *kinds) {
     uint8_t f[4] = {(uint8_t)flags, 0, 0, 0}, mac[HN_SK_MAC];
     send_msg(fd, HN_SK_KIND_HELLO, KEY, 1, f, 4);
     struct pollfd p = {fd, POLLIN, 0};
-    if (flags && poll(&p, 1, 3000) == 1) {
+    if (flags && poll(&p, 1, (int)(hn_test_scaled(3) * 1000)) == 1) {
         memset(mac, 0x5a, sizeof mac);
-        usleep(50 * 1000);
+        usleep(50 * 1000); /* a guess that takes a while: nothing waits on it */
         send_msg(fd, HN_SK_KIND_PROOF, KEY, 1, mac, sizeof mac);
     }
     int n = hn_test_received(fd, kinds, 8);
@@ -116,7 +132,7 @@ static int stranger(int port, uint32_t flags, int *kinds) {
 static hidet_nccl_status_t other_secret(int port) {
     setenv("HIDET_NCCL_JOB_SECRET", "another-secret-not-the-launchers", 1);
     setenv("HIDET_NCCL_RENDEZVOUS_SERVED", "1", 1);
-    setenv("HIDET_NCCL_TIMEOUT", "5", 1);
+    hn_test_setenv_seconds("HIDET_NCCL_TIMEOUT", hn_test_scaled(5));
     hidet_nccl_settings_reload();
     hidet_nccl_socket_bootstrap_params_t p = HIDET_NCCL_SOCKET_BOOTSTRAP_PARAMS_INIT;
     p.master_addr = "127.0.0.1";
@@ -132,10 +148,11 @@ static hidet_nccl_status_t other_secret(int port) {
 
 static void test_strangers_refused(void) {
     int port = hn_test_port();
-    char log[] = "/tmp/hn_served_hostile.XXXXXX";
+    char log[] = "/tmp/hn_served_hostile.XXXXXX", done[64];
     int lfd = mkstemp(log);
     close(lfd);
-    pid_t job = launch(port, 0, 4000, log); /* the ranks hold 4 s: the rendezvous serves meanwhile */
+    snprintf(done, sizeof done, "%s.done", log);
+    pid_t job = launch(port, "-", done, log); /* the ranks stay until the strangers are done: the rendezvous serves */
     int kinds[8], n = stranger(port, HN_SK_HELLO_SECRET, kinds);
     int welcomed = 0, data = 0, refused = 0;
     for (int i = 0; i < n; i++) {
@@ -151,31 +168,35 @@ static void test_strangers_refused(void) {
     CU_ASSERT(n == 1 && kinds[0] == HN_SK_KIND_REFUSE);
     HN_ASSERT_STATUS(other_secret(port), HIDET_NCCL_ERROR_BOOTSTRAP,
                      "proof of the job secret does not match the rendezvous's secret");
+    say_to_ranks(done);
     CU_ASSERT_EQUAL(exit_of(job), 0);
     CU_ASSERT_EQUAL(lines_with(log, ": ok"), 3);
     CU_ASSERT(lines_with(log, "a claim to be rank 1 without the job secret") >= 1);
     CU_ASSERT_EQUAL(lines_with(log, "without a job secret"), 0); /* the launcher made one */
     unlink(log);
+    unlink(done);
 }
 
 /* ---------------------------------------------------------------- a flood */
 
 /* 1000 silent connections, 100 slow ones and a new one every ms, all before the ranks come (they
- * wait 1 s): the launcher's rendezvous evicts the oldest and still forms the 3-rank job. */
+ * wait for the test's go): the launcher's rendezvous evicts the oldest and still forms the 3-rank job. */
 static void test_flood(void) {
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
     int port = hn_test_port();
-    char log[] = "/tmp/hn_served_flood.XXXXXX";
+    char log[] = "/tmp/hn_served_flood.XXXXXX", go[64];
     int lfd = mkstemp(log);
     close(lfd);
-    pid_t job = launch(port, 1000, 0, log);
+    snprintf(go, sizeof go, "%s.go", log);
+    pid_t job = launch(port, go, "-", log);
     int silent[1000], opened = 0;
     for (int i = 0; i < 1000; i++) opened += (silent[i] = hn_test_dial(port)) >= 0;
     CU_ASSERT_EQUAL(opened, 1000);
     pid_t loris = hn_test_slow_loris(port, 100), flood = hn_test_flooder(port);
+    say_to_ranks(go); /* the flood is on */
     CU_ASSERT_EQUAL(exit_of(job), 0);
     CU_ASSERT_EQUAL(lines_with(log, ": ok"), 3);
     CU_ASSERT(lines_with(log, "evicted, the oldest of the connections waiting") >= 1); /* the flood was real */
@@ -190,10 +211,11 @@ static void test_flood(void) {
         (void)!system(cmd);
     }
     unlink(log);
+    unlink(go);
 }
 
 int main(int argc, char **argv) {
-    if (argc == 4 && strcmp(argv[1], "--rank") == 0) return rank_main(atoi(argv[2]), atoi(argv[3]));
+    if (argc == 4 && strcmp(argv[1], "--rank") == 0) return rank_main(argv[2], argv[3]);
     if (argc != 2) {
         fprintf(stderr, "usage: %s HIDET_NCCL_RUN\n", argv[0]);
         return 2;
