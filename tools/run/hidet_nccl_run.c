@@ -16,7 +16,8 @@
  * Supervision: output tagged [rank] (one tag per line, however long) or into per-rank logs,
  * signals forwarded, the first failing rank stops the others (SIGTERM, grace, SIGKILL to each
  * rank's process group; SIGUSR1 first for flight recorder dumps with --trace-on-failure), its
- * exit code is the launcher's. Nothing the ranks start outlives the launcher:
+ * exit code is the launcher's; with --max-restarts a rank that dies is started again, as the same
+ * rank, before its death counts as a failure. Nothing the ranks start outlives the launcher:
  *   - the ranks die with it (PR_SET_PDEATHSIG);
  *   - it is their children's subreaper (PR_SET_CHILD_SUBREAPER), so what a rank leaves behind,
  *     even in a session of its own, becomes the launcher's child and is killed at its exit;
@@ -64,13 +65,14 @@ static void run_loop(int sfd, job_t *job) {
             }
         run_forward_signals(sfd, job);
         run_reap(job, run_rank_exited);
+        run_restart_due();
         run_end_dump_wait(job);
     }
     free(fds);
 }
 
 int main(int argc, char **argv) {
-    char **child_argv = argv + run_parse_args(argc, argv);
+    g.child_argv = argv + run_parse_args(argc, argv);
     /* The ranks' orphans become our children, whatever group or session they moved to, so the
      * end of the job finds them (on a kernel without it, they go to init as before). */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -83,7 +85,7 @@ int main(int argc, char **argv) {
     run_serve_rendezvous();
     g.ranks = calloc((size_t)g.n, sizeof *g.ranks);
     if (g.ranks == NULL) run_die(1, "out of memory");
-    for (int i = 0; i < g.n; i++) run_spawn(i, child_argv);
+    for (int i = 0; i < g.n; i++) run_spawn(i);
     job_t job = {-1, 0, g.n, 0, 0, {0, 0}, -1, 0};
     run_loop(sfd, &job);
     run_serve_the_others(sfd);

@@ -11,9 +11,13 @@
  *   run_signals.c        the signals the launcher takes, read through a signalfd
  *   run_output.c         the ranks' output: tagged lines, long lines held, per-rank logs
  *   run_watchdog.c       the watchdog: what the launcher leaves when it is killed is cleaned up
- *   run_children.c       the ranks as processes: started, reaped, signalled, their leftovers
- *                        swept; what an exit means for the job is the caller's
+ *   run_children.c       the ranks as processes: started (and again, as the same rank), reaped,
+ *                        signalled, their leftovers swept; what an exit means for the job is the
+ *                        caller's
  *   run_dumps.c          --trace-dir and --trace-on-failure: flight recorder dump requests
+ *   run_restart.c        --max-restarts: a rank that dies is started again (the same rank, after
+ *                        --restart-delay and once its earlier process group is empty), at most N
+ *                        times; the restart said, called off when the job stops
  *   run_stop.c           the job's course: a failure or a signal stops it (SIGTERM, grace,
  *                        SIGKILL), the main loop's deadlines, the exit code
  *   run_options.c        the command line and usage
@@ -49,6 +53,9 @@ typedef struct {
     int done;
     int status;
     double group_kill_at; /* after the rank exited: SIGKILL for what is left of its group then; 0: done */
+    int restarts;         /* how often it was started again: its HIDET_NCCL_RESTART_COUNT */
+    double restart_at;    /* a restart is pending: due then (its earlier group gone); 0: none */
+    double restart_cap;   /* the group got SIGKILL for the restart: started anyway then; 0: not yet */
 } rank_t;
 
 /* The launcher's one state: its options, the job's meeting place, its ranks, its watchdog. */
@@ -60,6 +67,8 @@ typedef struct {
     const char *rendezvous_parent;
     double grace_s;
     int keep_going;
+    int max_restarts;        /* --max-restarts: how often one rank may be started again (0: never) */
+    double restart_delay_s;  /* --restart-delay: from a rank's death to its restart */
     const char *trace_dir;   /* --trace-dir: HIDET_NCCL_TRACE_DIR for the ranks */
     int trace_on_failure;    /* --trace-on-failure: SIGUSR1 to the others, time to dump */
     double trace_wait_s;
@@ -74,6 +83,7 @@ typedef struct {
     int nofile_saved;
     const char *job_key;     /* --job-key */
     const char *secret_file; /* --job-secret-file: HIDET_NCCL_JOB_SECRET_FILE for the ranks */
+    char **child_argv;       /* PROGRAM ARGS..., for every start of a rank */
     char **env_x;            /* -x VAR=VALUE and -x VAR, as given (the words of argv) */
     int n_env_x;
     char secret[65];         /* one node: a fresh random secret (HIDET_NCCL_JOB_SECRET), hex */
@@ -112,7 +122,7 @@ const char *run_rank_env(const char *name);
 int run_given(const char *name);
 void run_make_secret(void);
 void run_fresh_key(void);
-void run_rank_environment(int rank);
+void run_rank_environment(int rank, int restarts);
 
 /* run_rendezvous_dir.c */
 void run_make_rendezvous(void);
@@ -136,6 +146,7 @@ int run_pipes_open(void);
 void run_flush_all(void);
 int run_out_is_err(void);
 int run_open_log(int i, char *why, size_t why_bytes);
+void run_end_streams(int i);
 
 /* run_watchdog.c */
 void run_start_watchdog(int sfd);
@@ -144,7 +155,9 @@ void run_watch_lost(const char *why);
 void run_watch_done(void);
 
 /* run_children.c */
-void run_spawn(int i, char **child_argv);
+void run_spawn(int i);
+void run_respawn(int i);
+int run_group_left(int i);
 void run_signal_all(int sig);
 void run_reap(job_t *job, void (*exited)(job_t *job, int i));
 void run_kill_overdue_groups(double t);
@@ -155,6 +168,12 @@ void run_die_sweep(void);
 void run_set_trace_dir(void);
 void run_ask_for_dumps(job_t *job, int failed);
 void run_end_dump_wait(job_t *job);
+
+/* run_restart.c */
+int run_restart_take(int i);
+int run_restart_call_off(int i, const char *why);
+void run_restart_due(void);
+double run_restart_next(void);
 
 /* run_stop.c */
 void run_forward_signals(int sfd, job_t *job);

@@ -1,5 +1,6 @@
 /* The ranks as processes, the mechanism apart from the policy: each started in a process group
- * of its own that dies with the launcher (PR_SET_PDEATHSIG), its group told to the watchdog;
+ * of its own that dies with the launcher (PR_SET_PDEATHSIG), its group told to the watchdog,
+ * and started so again, as the same rank, when the caller restarts it;
  * signals to every group; what has exited collected (whether that stops the job is the
  * caller's, told through a callback); what is left of an exited rank's group killed after the
  * grace period; at the end, as their subreaper, every process the ranks left swept. */
@@ -21,7 +22,8 @@
 #include "tools/run/run.h"
 
 /* In the child: environment, output, death with the launcher, then exec. */
-static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, pid_t launcher, char **argv) {
+static void start_child(int rank, int restarts, int out_pipe[2], int err_pipe[2], int log_fd, pid_t launcher,
+                        char **argv) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != launcher) _exit(126); /* the launcher died before prctl */
     if (g.nofile_saved) setrlimit(RLIMIT_NOFILE, &g.nofile); /* the served rendezvous' need, not the rank's */
@@ -29,7 +31,7 @@ static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, 
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    run_rank_environment(rank); /* -x, then the launcher's own */
+    run_rank_environment(rank, restarts); /* -x, then the launcher's own */
     if (rank != 0) {
         int null = open("/dev/null", O_RDONLY);
         if (null >= 0) dup2(null, STDIN_FILENO);
@@ -46,21 +48,13 @@ static void start_child(int rank, int out_pipe[2], int err_pipe[2], int log_fd, 
     _exit(127);
 }
 
-/* Starts rank i: its log file, its pipes (when tagging), the child. */
-void run_spawn(int i, char **child_argv) {
+/* Starts rank i's process into its log (opened by the caller) or new pipes (when tagging): a
+ * process group of its own, told to the watchdog. */
+static void start(int i) {
     rank_t *r = &g.ranks[i];
-    r->log_fd = -1;
     r->out[0] = (stream_t){.fd = -1, .dest = STDOUT_FILENO};
     r->out[1] = (stream_t){.fd = -1, .dest = STDERR_FILENO};
     int op[2] = {-1, -1}, ep[2] = {-1, -1};
-    if (g.output_dir) {
-        char why[256];
-        r->log_fd = run_open_log(i, why, sizeof why);
-        if (r->log_fd < 0) {
-            run_signal_all(SIGKILL);
-            run_die(1, "--output-dir %s: %s", g.output_dir, why);
-        }
-    }
     if (g.tag_output && (pipe2(op, O_CLOEXEC) != 0 || pipe2(ep, O_CLOEXEC) != 0)) {
         run_signal_all(SIGKILL);
         run_die(1, "pipe: %s", strerror(errno));
@@ -71,7 +65,7 @@ void run_spawn(int i, char **child_argv) {
         run_signal_all(SIGKILL);
         run_die(1, "fork: %s", strerror(errno));
     }
-    if (pid == 0) start_child(i, op, ep, r->log_fd, self, child_argv);
+    if (pid == 0) start_child(i, r->restarts, op, ep, r->log_fd, self, g.child_argv);
     setpgid(pid, pid); /* also here, so the group exists before any kill */
     r->pid = pid;
     run_watch_tell(i, pid);
@@ -81,6 +75,33 @@ void run_spawn(int i, char **child_argv) {
         r->out[0].fd = op[0];
         r->out[1].fd = ep[0];
     }
+}
+
+/* Starts rank i: its log file (a log of an earlier run replaced), its process. */
+void run_spawn(int i) {
+    rank_t *r = &g.ranks[i];
+    r->log_fd = -1;
+    if (g.output_dir) {
+        char why[256];
+        r->log_fd = run_open_log(i, why, sizeof why);
+        if (r->log_fd < 0) {
+            run_signal_all(SIGKILL);
+            run_die(1, "--output-dir %s: %s", g.output_dir, why);
+        }
+    }
+    start(i);
+}
+
+/* Starts rank i again (its restart count set by the caller), as the same rank: its log written
+ * on after the earlier process's lines, its pipes' last lines passed on first. The earlier
+ * process has been reaped and its group is over (run_group_left): one process per rank. */
+void run_respawn(int i) {
+    rank_t *r = &g.ranks[i];
+    run_end_streams(i);
+    r->done = 0;
+    r->status = 0;
+    r->group_kill_at = 0;
+    start(i);
 }
 
 /* An exited rank's group is over (killed, or found empty): the launcher and the watchdog
@@ -125,6 +146,18 @@ void run_reap(job_t *job, void (*exited)(job_t *job, int i)) {
             exited(job, i);
         }
     }
+}
+
+/* An exited rank's group before a restart: what is left of it gets SIGKILL (once; it got
+ * SIGTERM when the rank exited); 1 while a process of it is still there (a zombie included,
+ * until it is reaped), 0 once it is empty. */
+int run_group_left(int i) {
+    rank_t *r = &g.ranks[i];
+    if (r->group_kill_at > 0) {
+        kill(-r->pid, SIGKILL);
+        group_over(i);
+    }
+    return kill(-r->pid, 0) == 0 || errno != ESRCH;
 }
 
 /* SIGKILL for what is left of an exited rank's group once its grace period is over (at t). */

@@ -1,6 +1,7 @@
 /* What the ranks find in their environment: the variables hidet-nccl-run sets for them itself
- * (their rank and sizes, the job's key, where to meet, the deadline, the secret), which -x may
- * not name; the -x VAR[=VALUE] given; the job's key and secret, fresh on one node. */
+ * (their rank and sizes, the job's key, where to meet, the deadline, the secret, the restart
+ * count), which -x may not name; the -x VAR[=VALUE] given; the job's key and secret, fresh on
+ * one node. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@ static const struct {
     {"MASTER_ADDR", "--master-addr"},
     {"MASTER_PORT", "--master-port"},
     {"HIDET_NCCL_RENDEZVOUS_SERVED", "--master-addr or --rendezvous socket"},
+    {"HIDET_NCCL_RESTART_COUNT", "--max-restarts: 0 at a rank's first start, k at its k-th restart"},
     {"HIDET_NCCL_TIMEOUT", "--timeout, else this environment's"},
     {"HIDET_NCCL_TRACE_DIR", "--trace-dir, else this environment's"},
     {"HIDET_NCCL_JOB_SECRET_FILE", "--job-secret-file, else this environment's"},
@@ -96,8 +98,9 @@ static void set_env_int(const char *name, int v) {
     setenv(name, buf, 1);
 }
 
-/* In the child, before its exec: the -x variables, then the launcher's own for rank i. */
-void run_rank_environment(int rank) {
+/* In the child, before its exec: the -x variables, then the launcher's own for rank i; the same
+ * at every start of the rank but HIDET_NCCL_RESTART_COUNT, how often it was started again. */
+void run_rank_environment(int rank, int restarts) {
     /* -x first: the launcher's own variables below are never among them (refused) */
     for (int k = 0; k < g.n_env_x; k++)
         if (strchr(g.env_x[k], '=') != NULL) putenv(g.env_x[k]);
@@ -110,6 +113,7 @@ void run_rank_environment(int rank) {
     set_env_int("LOCAL_RANK", rank);
     set_env_int("WORLD_SIZE", world);
     set_env_int("LOCAL_WORLD_SIZE", g.n);
+    set_env_int("HIDET_NCCL_RESTART_COUNT", restarts);
     if (g.key[0]) setenv("HIDET_NCCL_JOB_KEY", g.key, 1);
     if (g.master_addr) { /* the socket rendezvous: no directory, so that it is the one chosen */
         setenv("MASTER_ADDR", g.master_addr, 1);

@@ -74,24 +74,35 @@ static void usage(FILE *f) {
             "      --keep-going       when a rank fails, leave the others running (they see the\n"
             "                         failure through their own timeouts); the exit code is\n"
             "                         still that of the first rank that failed\n"
+            "      --max-restarts N   a rank that dies (exits non-zero or by a signal; an exit 0 is\n"
+            "                         a finished rank) is started again, up to N times (0 .. 1000;\n"
+            "                         0, the default: never), as the same rank with the environment\n"
+            "                         its first start had (so on the same GPU) and\n"
+            "                         HIDET_NCCL_RESTART_COUNT=k at its k-th restart (0 at the first\n"
+            "                         start); meanwhile the others go on. Its N+1-th failure is a\n"
+            "                         failure as without it. Also --max_restarts N (torchrun)\n"
+            "      --restart-delay S  seconds from a rank's death to its restart (1; 0 .. 3600);\n"
+            "                         what it left running gets SIGTERM at its death, SIGKILL then,\n"
+            "                         and the new process starts once that is gone\n"
             "  -h, --help             this text\n"
             "  -V, --version          the version\n"
             "\n"
             "Each rank gets HIDET_NCCL_RANK, HIDET_NCCL_LOCAL_RANK, HIDET_NCCL_WORLD_SIZE,\n"
             "HIDET_NCCL_LOCAL_WORLD_SIZE (and RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE),\n"
             "HIDET_NCCL_JOB_KEY and HIDET_NCCL_RENDEZVOUS_DIR, or MASTER_ADDR, MASTER_PORT and\n"
-            "HIDET_NCCL_RENDEZVOUS_SERVED=1, and the\n"
+            "HIDET_NCCL_RENDEZVOUS_SERVED=1, HIDET_NCCL_RESTART_COUNT (0; k at its k-th restart), the\n"
             "job's secret (HIDET_NCCL_JOB_SECRET, fresh and random, on one node; HIDET_NCCL_JOB_SECRET_FILE\n"
             "with --job-secret-file); a secret already in the environment is passed on as it is.\n"
-            "Tags, log names and messages name a rank by its rank in the job. When a rank fails, the\n"
-            "others get SIGTERM, then SIGKILL after the grace period, and hidet-nccl-run exits with\n"
-            "that rank's code (128+signal if it was killed). SIGINT, SIGTERM, SIGHUP, SIGQUIT and\n"
-            "SIGALRM are forwarded to every rank and stop the job (a second one kills at once); SIGUSR1\n"
-            "and SIGUSR2 are forwarded; a closed output (| head) stops the ranks with SIGTERM. Each\n"
-            "rank runs in its own process group: what a rank leaves running gets SIGTERM when it exits\n"
-            "and SIGKILL after the grace period; what left the group (setsid) is killed when\n"
-            "hidet-nccl-run exits. If hidet-nccl-run is killed (SIGKILL), the ranks die with it and a\n"
-            "watchdog kills their process groups and removes the rendezvous directory.\n");
+            "Tags, log names and messages name a rank by its rank in the job. When a rank fails (with\n"
+            "--max-restarts: when it has no restarts left), the others get SIGTERM, then SIGKILL after\n"
+            "the grace period, and hidet-nccl-run exits with that rank's code (128+signal if it was\n"
+            "killed). SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGALRM are forwarded to every rank and stop\n"
+            "the job and its restarts (a second one kills at once); SIGUSR1 and SIGUSR2 are forwarded;\n"
+            "a closed output (| head) stops the ranks with SIGTERM. Each rank runs in its own process\n"
+            "group: what a rank leaves running gets SIGTERM when it exits and SIGKILL after the grace\n"
+            "period; what left the group (setsid) is killed when hidet-nccl-run exits. If\n"
+            "hidet-nccl-run is killed (SIGKILL), the ranks die with it and a watchdog kills their\n"
+            "process groups and removes the rendezvous directory.\n");
 }
 
 static int visible_gpus(void) {
@@ -141,6 +152,17 @@ static double parse_seconds(const char *s, const char *what) {
     if (r != HN_NUMBER_OK)
         run_die(2, "%s '%s' is not a number of seconds in (0, 10000000] (decimal digits, optionally '.' and digits: "
             "30, 0.5; no sign, space or exponent)", what, s);
+    return v;
+}
+
+/* --restart-delay: seconds in [0, 3600] (0: at once), by the one grammar. */
+static double parse_delay(const char *s) {
+    double v;
+    hn_number_t r = hn_parse_decimal(s, 0, 0, 3600, &v);
+    if (r == HN_NUMBER_RANGE) run_die(2, "--restart-delay '%s' is out of range: seconds in [0, 3600]", s);
+    if (r != HN_NUMBER_OK)
+        run_die(2, "--restart-delay '%s' is not a number of seconds in [0, 3600] (decimal digits, optionally '.' "
+            "and digits: 1, 0.5; no sign, space or exponent)", s);
     return v;
 }
 
@@ -221,6 +243,7 @@ static int parse_count(int argc, char **argv, int longindex, const struct option
 int run_parse_args(int argc, char **argv) {
     g.grace_s = 5;
     g.trace_wait_s = 10;
+    g.restart_delay_s = 1;
     g.n = -1;
     g.parent_fd = g.dir_fd = g.output_fd = g.watch_fd = -1;
     g.env_x = calloc((size_t)argc, sizeof *g.env_x);
@@ -236,7 +259,8 @@ int run_parse_args(int argc, char **argv) {
         {"master-port", required_argument, NULL, 'P'}, {"job-key", required_argument, NULL, 'J'},
         {"trace-dir", required_argument, NULL, 'D'}, {"trace-on-failure", no_argument, NULL, 'F'},
         {"trace-wait", required_argument, NULL, 'W'}, {"job-secret-file", required_argument, NULL, 'S'},
-        {"rendezvous", required_argument, NULL, 'R'},
+        {"rendezvous", required_argument, NULL, 'R'}, {"max-restarts", required_argument, NULL, 'M'},
+        {"max_restarts", required_argument, NULL, 'M'}, {"restart-delay", required_argument, NULL, 'B'},
         {NULL, 0, NULL, 0},
     };
     int c, longindex = -1;
@@ -264,6 +288,9 @@ int run_parse_args(int argc, char **argv) {
             case 'D': g.trace_dir = optarg; break;
             case 'F': g.trace_on_failure = 1; break;
             case 'W': g.trace_wait_s = parse_seconds(optarg, "--trace-wait"); break;
+            case 'M': g.max_restarts = parse_int(optarg, 0, 1000, opts[longindex].name[3] == '_' ? "--max_restarts"
+                                                                                                   : "--max-restarts"); break;
+            case 'B': g.restart_delay_s = parse_delay(optarg); break;
             case 'h': usage(stdout); exit(0);
             case 'V':
                 printf("hidet-nccl-run %d.%d.%d\n", HIDET_NCCL_VERSION_MAJOR, HIDET_NCCL_VERSION_MINOR,

@@ -1,6 +1,7 @@
 /* The ranks' output: each stream read from its pipe and passed on line by line to our stdout or
  * stderr, tagged [rank] with --tag-output, a line longer than the buffer in pieces under one
- * tag while its destination is held; or, with --output-dir, each rank's log file. */
+ * tag while its destination is held; or, with --output-dir, each rank's log file (one for all
+ * the starts of a rank: a restart writes on after the last). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -91,6 +92,30 @@ void run_pump(rank_t *r, int i, stream_t *s) {
     emit(r, i, s, buf, 0, 1);
     close(s->fd);
     s->fd = -1;
+}
+
+/* Before rank i starts again: what its earlier process left in its pipes is passed on (as much
+ * as is there now, never waiting: a process that escaped its group may hold them still), its
+ * last lines ended, the pipes closed; the restarted process gets new ones. A long line of
+ * another stream half out where these write is ended first, so that none lands inside it. */
+void run_end_streams(int i) {
+    rank_t *r = &g.ranks[i];
+    for (int w = 0; w < 2; w++) {
+        stream_t *s = &r->out[w];
+        if (s->fd < 0) continue;
+        stream_t *h = *holder_of(r, s);
+        for (int j = 0; h != NULL && h != s && j < g.n; j++)
+            for (int v = 0; v < 2; v++)
+                if (&g.ranks[j].out[v] == h) put_piece(&g.ranks[j], j, h, 1);
+        int fl = fcntl(s->fd, F_GETFL);
+        if (fl >= 0) fcntl(s->fd, F_SETFL, fl | O_NONBLOCK); /* nothing left: EAGAIN, the end */
+        for (int k = 0; k < 256 && s->fd >= 0; k++) run_pump(r, i, s);
+        if (s->fd >= 0) { /* still coming after 1 MiB: the rest is a leftover's, not the rank's */
+            emit(r, i, s, NULL, 0, 1);
+            close(s->fd);
+            s->fd = -1;
+        }
+    }
 }
 
 /* Every held destination whose hold is over is let go. */
