@@ -84,9 +84,11 @@ int hidet_nccl__bf_claim_take(hn_bf_claim_t *c, double hold_s, char *why, size_t
         }
         free(data);
         struct stat st;
-        if (got != 0 && (lstat(c->path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()))
-            return got < 0 ? WHY("%s", inner)
-                           : WHY("%s: a stale claim, not this user's regular file; refused", c->path);
+        if (got != 0 && lstat(c->path, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+            hidet_nccl__bf_in_the_way(c->path, &st, why, why_bytes);
+            return -1;
+        }
+        if (got < 0 && lstat(c->path, &st) != 0) return WHY("%s", inner);
         unlink(c->path); /* stale, torn or of an older format: this user's, and nobody holds it */
     }
     return WHY("could not claim %s: it came back four times", c->path);

@@ -142,23 +142,49 @@ int hidet_nccl__bf_check_dir(const char *dir, char *why, size_t why_bytes) {
     return each_parent(real, real_parent, &w);
 }
 
+void hidet_nccl__bf_in_the_way(const char *path, const struct stat *st, char *out, size_t n) {
+    char what[256], me[160];
+    hidet_nccl__bf_what_is(st, what, sizeof what);
+    if (st->st_uid != geteuid()) {
+        owner_of(geteuid(), me, sizeof me);
+        snprintf(out, n, "%s is %s, not this user's file (this user: %s): another user's file at the job's name (a "
+                 "shared directory?); refused, and not this user's to remove: she must remove it, or give the job a "
+                 "private rendezvous directory", path, what, me);
+    } else {
+        snprintf(out, n, "%s is %s: this user's, but not a regular file the job wrote; refused: remove it", path, what);
+    }
+}
+
+/* Why path, which open(2) refused with err, was not read: what is there and whose, when it can
+ * be seen. */
+static int refused_open(const char *path, int err, char *why, size_t why_bytes) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return WHY("%s: %s", path, strerror(err));
+    if (err == ELOOP) { /* the message tests and users know: "is a symbolic link; refused" */
+        char what[256];
+        hidet_nccl__bf_what_is(&st, what, sizeof what);
+        return WHY("%s is a symbolic link; refused (%s)", path, what);
+    }
+    if (st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
+        hidet_nccl__bf_in_the_way(path, &st, why, why_bytes);
+        return -1;
+    }
+    return WHY("%s: %s", path, strerror(err));
+}
+
 int hidet_nccl__bf_read(const char *path, size_t min, size_t max, uint8_t **data, size_t *len, char *why, size_t why_bytes) {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT) return 0;
-        if (errno == ELOOP) return WHY("%s is a symbolic link; refused", path);
-        return WHY("%s: %s", path, strerror(errno));
+        return refused_open(path, errno, why, why_bytes);
     }
     struct stat st;
     int rc = -1;
     uint8_t *buf = NULL;
     if (fstat(fd, &st) != 0) {
         (void)WHY("%s: fstat: %s", path, strerror(errno));
-    } else if (!S_ISREG(st.st_mode)) {
-        (void)WHY("%s is not a regular file; refused", path);
-    } else if (st.st_uid != geteuid()) {
-        (void)WHY("%s is owned by uid %u, not by this user (uid %u); refused", path, (unsigned)st.st_uid,
-            (unsigned)geteuid());
+    } else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        hidet_nccl__bf_in_the_way(path, &st, why, why_bytes);
     } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
         (void)WHY("%s is writable by group or others (mode %04o); refused", path, (unsigned)(st.st_mode & 07777));
     } else if ((size_t)st.st_size < min || (size_t)st.st_size > max) {
@@ -187,6 +213,17 @@ int hidet_nccl__bf_read(const char *path, size_t min, size_t max, uint8_t **data
     free(buf);
     close(fd);
     return rc;
+}
+
+/* A rename or link of tmp to path failed with err: what is at path and whose when that is why
+ * (another user's file in a sticky directory, a directory), else the call and its error. -1. */
+static int in_the_way_or(const char *path, int err, const char *call, const char *tmp, char *why, size_t why_bytes) {
+    struct stat st;
+    if (lstat(path, &st) == 0 && (st.st_uid != geteuid() || !S_ISREG(st.st_mode))) {
+        hidet_nccl__bf_in_the_way(path, &st, why, why_bytes);
+        return -1;
+    }
+    return WHY("%s %s to %s: %s", call, tmp, path, strerror(err));
 }
 
 /* Writes data to a new temporary file beside path and puts it in place: renamed over what is
@@ -221,9 +258,9 @@ static int put_in_place(const char *path, const uint8_t *data, size_t len, int h
     struct stat now;
     if (rc == 0 && how == HOW_IF_SAME && (lstat(path, &now) != 0 || !hidet_nccl__bf_same_file(&now, expect))) rc = 1;
     if (rc == 0 && how != HOW_NEW && rename(tmp, path) != 0)
-        rc = WHY("rename %s to %s: %s", tmp, path, strerror(errno));
+        rc = in_the_way_or(path, errno, "rename", tmp, why, why_bytes);
     if (rc == 0 && how == HOW_NEW && link(tmp, path) != 0)
-        rc = errno == EEXIST ? 1 : WHY("link %s to %s: %s", tmp, path, strerror(errno));
+        rc = errno == EEXIST ? 1 : in_the_way_or(path, errno, "link", tmp, why, why_bytes);
     if (rc != 0 || how == HOW_NEW) unlink(tmp);
     if (rc == 0 && put_st != NULL) *put_st = mine;
     return rc;

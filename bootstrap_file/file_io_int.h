@@ -38,6 +38,11 @@ int hidet_nccl__bf_publish_over(const char *path, const struct stat *expect, con
 
 /* "a directory owned by uid 1001 (mallory), mode 0755", for messages about what is in the way. */
 void hidet_nccl__bf_what_is(const struct stat *st, char *out, size_t n);
+/* What st (an lstat of path) is when it is not this user's regular file, as a refusal: "<path> is
+ * a regular file owned by uid 1001 (mallory), mode 0600, not this user's file ...: another
+ * user's file at the job's name ...", or "<path> is a directory owned by ...: this user's, but
+ * not a regular file the job wrote ...". */
+void hidet_nccl__bf_in_the_way(const char *path, const struct stat *st, char *out, size_t n);
 
 /* 1 if a and b (lstat results) are the same file unchanged: device, inode, size, mtime. */
 int hidet_nccl__bf_same_file(const struct stat *a, const struct stat *b);

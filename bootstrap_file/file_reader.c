@@ -28,7 +28,7 @@
 static hidet_nccl_status_t put_hello(hn_bf_state_t *s, const hn_bf_round_t *rd, const hn_bf_claim_t *c,
                                      const uint8_t nonce[HN_BF_NONCE], const char *hello_path, struct stat *mine,
                                      char *msg, size_t msg_bytes) {
-    char why[768] = "", what[256];
+    char why[768] = "";
     size_t cap = HN_BF_HEADER + HN_BF_HELLO_FIXED + rd->part_bytes + HN_BF_MAC + 4;
     uint8_t *hello = malloc(cap);
     if (hello == NULL) return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
@@ -73,9 +73,7 @@ static hidet_nccl_status_t put_hello(hn_bf_state_t *s, const hn_bf_round_t *rd, 
             break;
         }
         if (got < 0 && !(S_ISREG(there.st_mode) && there.st_uid == geteuid())) {
-            hidet_nccl__bf_what_is(&there, what, sizeof what);
-            snprintf(why, sizeof why, "%s is %s, not this user's file: it is not this reader's to replace; "
-                     "remove it", hello_path, what);
+            hidet_nccl__bf_in_the_way(hello_path, &there, why, sizeof why);
             fail = why;
             break;
         }

@@ -50,7 +50,7 @@ static void withdraw_join(const rr_t *x, const char *mark) {
 static hidet_nccl_status_t put_join(rr_t *x, char *msg, size_t n) {
     hn_bf_state_t *s = x->s;
     uint8_t file[HN_BF_HEADER + HN_BF_JOIN_BODY + HN_BF_MAC + 4];
-    char why[768] = "", what[256];
+    char why[768] = "";
     size_t len = hidet_nccl__bf_encode_join(file, sizeof file, s->key, hidet_nccl__bf_recovery_seq(s, x->epoch),
                                             (uint32_t)x->n, (uint32_t)x->me, x->nonce, x->epoch, (uint32_t)getpid(),
                                             s->host, s->secret_len > 0);
@@ -77,9 +77,9 @@ static hidet_nccl_status_t put_join(rr_t *x, char *msg, size_t n) {
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s (two jobs use job key '%s' in %s "
                                    "at once? Give each job its own key)", x->me, why, s->key, s->dir);
         if (!(S_ISREG(there.st_mode) && there.st_uid == geteuid())) {
-            hidet_nccl__bf_what_is(&there, what, sizeof what);
-            return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s is %s, not this user's file: it "
-                                   "is not this rank's to replace; remove it", x->me, x->join_path, what);
+            hidet_nccl__bf_in_the_way(x->join_path, &there, why, sizeof why);
+            return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d, recovery round %llu (job key '%s'): "
+                                   "%s", x->me, (unsigned long long)x->epoch, s->key, why);
         }
         /* a dead process's join, or this user's file that is no join of this round: stale, replaced */
         int over = hidet_nccl__bf_publish_over(x->join_path, &there, file, len, &x->mine, why, sizeof why);

@@ -48,6 +48,7 @@ job() {
     return $rc
 }
 says() { grep -qF -- "$1" "$base/err"; }
+lacks() { ! says "$1"; }
 
 # Alice's private directory under a sticky world-writable parent: fine.
 mkdir -m 1777 "$base/sticky"
@@ -110,12 +111,35 @@ check "... and leaves it there" [ -f "$base/sticky/hidet-nccl.planted.0.hello.1"
 as_mallory sh -c "echo not-a-claim >'$base/sticky/hidet-nccl.claimed.0.root'"
 job "$base/sticky" claimed 2
 check "mallory's file at the claim's place: the job fails" [ $? -ne 0 ]
-want="hidet-nccl.claimed.0.root is owned by uid $mallory_uid, not by this user"
+want="hidet-nccl.claimed.0.root is a regular file owned by uid $mallory_uid (hnbfmallory)"
 check "... the root names the file and refuses it" says "$want"
 as_mallory sh -c "echo not-an-announce >'$base/sticky/hidet-nccl.announced.0.id'"
 job "$base/sticky" announced 2
 check "mallory's file at the announce's place: the job fails" [ $? -ne 0 ]
 check "... the root cannot publish over it" says "could not publish $base/sticky/hidet-nccl.announced.0.id"
+
+# Issue 38, item 11: files of hers that alice cannot even read (0600) at the announce's and the
+# claim's places: the message names the file, what it is and whose, not only "Operation not
+# permitted" or "Permission denied".
+alice_uid=$(id -u hnbfalice)
+for place in id root; do
+    as_mallory sh -c "umask 077; echo not-yours >'$base/sticky/hidet-nccl.priv$place.0.$place'"
+    job "$base/sticky" "priv$place" 2
+    check "mallory's private file at the job's .$place: the job fails" [ $? -ne 0 ]
+    want="$base/sticky/hidet-nccl.priv$place.0.$place is a regular file owned by uid $mallory_uid (hnbfmallory), mode 0600"
+    check "... naming the file, what it is and its owner" says "$want"
+done
+# Alice's own directory and her own link at her hello path: said to be hers and not a regular file.
+as_alice mkdir "$base/sticky/hidet-nccl.owndirectory.0.hello.1"
+as_alice ln -s /nowhere "$base/sticky/hidet-nccl.ownlink.0.hello.1"
+for what in directory link; do
+    job "$base/sticky" "own$what" 3
+    check "alice's own $what at her hello path: the job fails" [ $? -ne 0 ]
+    [ $what = link ] && what="symbolic link"
+    want="$base/sticky/hidet-nccl.own${what#symbolic }.0.hello.1 is a $what owned by uid $alice_uid (hnbfalice)"
+    check "... saying what it is and that it is hers" says "$want"
+    check "... not that it is another user's" lacks "not this user's file"
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
