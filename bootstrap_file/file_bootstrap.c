@@ -1,7 +1,8 @@
 /* The shared-file bootstrap: its plug-in struct and entry points. init finds the place (the
  * directory, the job key, the poll cap: params or the settings), the rank numbers and the job's
- * secret, and numbers this bootstrap's generation; finalize tidies what the roster or the last
- * recovery round left (file_sweep.c). A broadcast or an allgather is one round: rank 0 (the
+ * secret, and numbers this bootstrap's generation, sweeps what ended jobs with its key left
+ * (rank 0 and local rank 0: file_sweep.c) and puts its rank's presence (file_presence.c);
+ * finalize tidies what the roster and the recovery rounds left (file_sweep.c) and removes it. A broadcast or an allgather is one round: rank 0 (the
  * root) publishes, the others wait, nothing is left behind; the protocol is file_round_int.h's,
  * the root's side file_root.c's, a reader's file_reader.c's. After the first round it rooted,
  * rank 0 puts the roster of every rank's process; recovery rounds are file_recover.c's, their
@@ -15,6 +16,7 @@
 #include "bootstrap_file/file_io_int.h"
 #include "bootstrap_file/file_names_int.h"
 #include "bootstrap_file/file_peers_int.h"
+#include "bootstrap_file/file_presence_int.h"
 #include "bootstrap_file/file_reader_int.h"
 #include "bootstrap_file/file_recover_int.h"
 #include "bootstrap_file/file_root_int.h"
@@ -110,6 +112,7 @@ static hidet_nccl_status_t file_init(const void *params_v, const hidet_nccl_boot
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", why);
     file_state_t *s = calloc(1, sizeof *s);
     if (s == NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
+    s->presence_fd = -1;
     hidet_nccl_status_t st = resolve_place(&p, s, msg, n);
     if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__rank_field(p.rank, args->rank, "rank", 1, args, &s->rank, msg, n);
     if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__rank_field(p.nranks, args->nranks, "number of ranks", 1, args, &s->nranks, msg, n);
@@ -132,6 +135,13 @@ static hidet_nccl_status_t file_init(const void *params_v, const hidet_nccl_boot
     }
     s->generation = next_generation(s->dir, s->key);
     hidet_nccl__bf_this_host(s->host);
+    if (s->nranks > 1 && (s->rank == 0 || s->local_rank == 0)) hidet_nccl__bf_sweep_ended(s);
+    if (s->nranks > 1 && (st = hidet_nccl__bf_presence_put(s, msg, n)) != HIDET_NCCL_SUCCESS) {
+        explicit_bzero(s->secret, sizeof s->secret);
+        free(s->peers);
+        free(s);
+        return st;
+    }
     *state = s;
     return HIDET_NCCL_SUCCESS;
 }
@@ -155,18 +165,17 @@ static hidet_nccl_status_t file_local_rank(void *state, int *local_rank, int *lo
     return HIDET_NCCL_SUCCESS;
 }
 
-/* What the roster or the last recovery round left goes (file_sweep.c), then the state. */
+/* Whether this rank was the only process as its rank to the end (its presence), then what the
+ * roster and the recovery rounds left goes (file_sweep.c), its presence, the state. */
 static hidet_nccl_status_t file_finalize(void *state, char *msg, size_t msg_bytes) {
-    (void)msg;
-    (void)msg_bytes;
     file_state_t *s = state;
+    hidet_nccl_status_t st = hidet_nccl__bf_presence_held(s, msg, msg_bytes);
     hidet_nccl__bf_tidy(s);
+    hidet_nccl__bf_presence_drop(s);
     explicit_bzero(s->secret, sizeof s->secret);
     free(s->peers);
-    free(s->last.kept);
-    free(s->last.old);
     free(state);
-    return HIDET_NCCL_SUCCESS;
+    return st;
 }
 
 /* Polls from 0.1 ms, doubling up to the cap, with jitter, until the round's deadline. The cap
@@ -191,6 +200,8 @@ static hidet_nccl_status_t run_round(file_state_t *s, const hn_bf_round_t *rd, d
     }
     hn_poll_t poll;
     begin_poll(s, &poll, timeout_s);
+    hidet_nccl_status_t held = hidet_nccl__bf_presence_held(s, msg, msg_bytes); /* one process as this rank */
+    if (held != HIDET_NCCL_SUCCESS) return held;
     if (s->rank == rd->root) return hidet_nccl__bf_root_round(s, rd, &poll, msg, msg_bytes);
     return hidet_nccl__bf_reader_round(s, rd, &poll, msg, msg_bytes);
 }

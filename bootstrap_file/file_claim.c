@@ -1,4 +1,5 @@
 /* The root's claim on a round of the shared-file bootstrap (file_claim_int.h). */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,19 +151,26 @@ int hidet_nccl__bf_claim_look(hn_bf_claim_t *c, char *why, size_t why_bytes) {
 }
 
 void hidet_nccl__bf_claim_mark(const hn_bf_claim_t *c) {
-    uint8_t *data, file[CLAIM_FILE];
+    /* In place, in the very file read: a claim its holder removed meanwhile is marked where nobody
+     * sees it, never brought back (a new file would outlive everyone as a collided claim). One
+     * write of the whole claim; a reader that catches it half written refuses it (its checksum)
+     * and reads it again at its next look, as the change of its time asks. */
+    uint8_t data[CLAIM_FILE], file[CLAIM_FILE];
+    struct stat st;
     hidet_nccl__bf_msg_t m;
     char why[512];
-    struct stat before;
-    if (lstat(c->path, &before) != 0) return;
-    /* Over the very claim read, looked at again just before the rename: a claim that its holder
-     * removed meanwhile is not brought back (it would outlive everyone as a collided claim). */
-    if (read_claim(c, &data, &m, why, sizeof why) == 1 && !(m.flags & HN_BF_CLAIM_COLLIDED)) {
+    int fd = open(c->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size == CLAIM_FILE &&
+        pread(fd, data, sizeof data, 0) == (ssize_t)sizeof data &&
+        hidet_nccl__bf_parse(data, sizeof data, &m, why, sizeof why) == 0 &&
+        hidet_nccl__bf_expect(&m, HN_BF_KIND_CLAIM, c->key, c->seq, c->world, c->root, why, sizeof why) == 0 &&
+        !(m.flags & HN_BF_CLAIM_COLLIDED)) {
         size_t len = hidet_nccl__bf_encode_claim(file, sizeof file, c->key, c->seq, c->world, c->root, m.nonce,
                                                  m.expiry_ms, m.pid, m.flags | HN_BF_CLAIM_COLLIDED, m.host);
-        hidet_nccl__bf_publish_over(c->path, &before, file, len, NULL, why, sizeof why);
+        if (len == sizeof file) (void)!pwrite(fd, file, len, 0); /* best effort: nothing more to do */
     }
-    free(data);
+    close(fd);
 }
 
 void hidet_nccl__bf_claim_drop(hn_bf_claim_t *c) {

@@ -45,7 +45,8 @@ int hidet_nccl__bf_claim_held(hn_bf_claim_t *c, char *why, size_t why_bytes);
  * marked collided whose root lives, or the very claim this reader answered). */
 int hidet_nccl__bf_claim_look(hn_bf_claim_t *c, char *why, size_t why_bytes);
 
-/* Anyone who sees two processes in one round: marks the claim collided (kept otherwise). */
+/* Anyone who sees two processes in one round: marks the claim collided (kept otherwise), in the
+ * file as it is (written in place: a claim removed meanwhile is never brought back). */
 void hidet_nccl__bf_claim_mark(const hn_bf_claim_t *c);
 
 /* The root at the end of its round: removes its claim if it is still the one it put. */

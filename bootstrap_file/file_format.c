@@ -18,6 +18,13 @@ static size_t encode(uint8_t *out, size_t cap, int kind, const char *key, uint64
     return hidet_nccl__frame_begin(out, cap, HN_BF_HEADER, k_magic, HN_BF_VERSION, &f);
 }
 
+/* The checksum of a file of total bytes; with_mac: its MAC's room zeroed first (the writer fills
+ * it and seals again), so that no byte of it is left unwritten. */
+static size_t sealed(uint8_t *out, size_t total, int with_mac) {
+    if (with_mac) memset(out + total - 4 - HN_BF_MAC, 0, HN_BF_MAC);
+    return hidet_nccl__frame_seal(out, total);
+}
+
 /* A host name field: the name, NUL-padded to HN_BF_HOST_BYTES. */
 static void put_host(uint8_t *at, const char *host) {
     memset(at, 0, HN_BF_HOST_BYTES);
@@ -39,7 +46,7 @@ size_t hidet_nccl__bf_encode_hello(uint8_t *out, size_t cap, const char *key, ui
     put_host(b + 2 * HN_BF_NONCE + 4, host);
     hidet_nccl__put32(b + HN_BF_HELLO_FIXED - 4, part_bytes);
     if (part_bytes) memcpy(b + HN_BF_HELLO_FIXED, part, part_bytes);
-    return hidet_nccl__frame_seal(out, total);
+    return sealed(out, total, with_mac);
 }
 
 size_t hidet_nccl__bf_encode_claim(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
@@ -66,7 +73,7 @@ size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key,
     hidet_nccl__put32(out + HN_BF_HEADER, data_bytes);
     if (data_bytes) memcpy(out + HN_BF_HEADER + 4, data, data_bytes);
     memcpy(out + HN_BF_HEADER + 4 + data_bytes, nonces, (size_t)HN_BF_NONCE * world);
-    return hidet_nccl__frame_seal(out, total);
+    return sealed(out, total, with_mac);
 }
 
 size_t hidet_nccl__bf_encode_join(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
@@ -79,7 +86,7 @@ size_t hidet_nccl__bf_encode_join(uint8_t *out, size_t cap, const char *key, uin
     hidet_nccl__put64(b + HN_BF_NONCE, epoch);
     hidet_nccl__put32(b + HN_BF_NONCE + 8, pid);
     put_host(b + HN_BF_NONCE + 12, host);
-    return hidet_nccl__frame_seal(out, total);
+    return sealed(out, total, with_mac);
 }
 
 size_t hidet_nccl__bf_encode_decision(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
@@ -95,15 +102,15 @@ size_t hidet_nccl__bf_encode_decision(uint8_t *out, size_t cap, const char *key,
     for (uint32_t r = 0; r < world; r++) {
         uint8_t *m = b + HN_BF_DECISION_FIXED + (size_t)HN_BF_MEMBER * r;
         memset(m, 0, HN_BF_MEMBER);
-        if (!members[r].kept) continue;
+        hidet_nccl__put32(m + 1 + HN_BF_NONCE, members[r].pid);
+        put_host(m + 1 + HN_BF_NONCE + 4, members[r].host);
+        if (!members[r].kept) continue; /* its process as the decider knew it (zeros: never seen); no nonce */
         kept++;
         m[0] = 1;
         memcpy(m + 1, members[r].nonce, HN_BF_NONCE);
-        hidet_nccl__put32(m + 1 + HN_BF_NONCE, members[r].pid);
-        put_host(m + 1 + HN_BF_NONCE + 4, members[r].host);
     }
     hidet_nccl__put32(b + 8, kept);
-    return hidet_nccl__frame_seal(out, total);
+    return sealed(out, total, with_mac);
 }
 
 void hidet_nccl__bf_member(const hidet_nccl__bf_msg_t *msg, uint32_t r, hidet_nccl__bf_member_t *out) {
@@ -150,8 +157,8 @@ static int parse_join(const uint8_t *b, uint32_t body, hidet_nccl__bf_msg_t *msg
     return 0;
 }
 
-/* A decision's body: every member checked (a flag of 0 or 1, a member not kept all zeros, a
- * kept one's host NUL-padded), the count of kept ones as said, the decider among them. */
+/* A decision's body: every member checked (a flag of 0 or 1, a member not kept without a nonce,
+ * every host NUL-padded), the count of kept ones as said, the decider among them. */
 static int parse_decision(const uint8_t *b, uint32_t body, hidet_nccl__bf_msg_t *msg, char *why, size_t why_bytes) {
     size_t plain = HN_BF_DECISION_FIXED + (size_t)HN_BF_MEMBER * msg->world_size;
     if ((size_t)body != plain && (size_t)body != plain + HN_BF_MAC)
@@ -164,15 +171,15 @@ static int parse_decision(const uint8_t *b, uint32_t body, hidet_nccl__bf_msg_t 
     for (uint32_t r = 0; r < msg->world_size; r++) {
         const uint8_t *m = msg->members + (size_t)HN_BF_MEMBER * r;
         if (m[0] > 1) return WHY("member %u of a decision has kept flag %u (0 or 1)", r, m[0]);
-        if (m[0] == 0) {
-            for (size_t i = 1; i < HN_BF_MEMBER; i++)
-                if (m[i] != 0) return WHY("member %u of a decision is not kept but not all zeros", r);
-            continue;
-        }
-        kept++;
         hidet_nccl__bf_msg_t host;
         if (get_host(m + 1 + HN_BF_NONCE + 4, &host) != 0)
             return WHY("member %u of a decision has a host name that is not NUL-padded", r);
+        if (m[0] == 0) {
+            for (size_t i = 1; i < 1 + HN_BF_NONCE; i++)
+                if (m[i] != 0) return WHY("member %u of a decision is not kept but has a nonce", r);
+            continue;
+        }
+        kept++;
     }
     if (kept != msg->kept_count || kept == 0)
         return WHY("a decision that says %u ranks are kept and keeps %u (at least 1)", msg->kept_count, kept);

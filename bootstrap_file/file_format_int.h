@@ -23,8 +23,10 @@
  *   join body:     nonce[16], u64 epoch, u32 pid, host[64] (rank: the joiner's, in the numbering
  *                  before the round), then the MAC as a hello's
  *   decision body: u64 epoch, u32 kept count, then world size members of 85 bytes (u8 kept (0 or
- *                  1), the join's nonce[16], u32 pid, host[64]; all zero for a rank not kept),
- *                  then the MAC as an announce's (rank: the decider, kept; at least one kept)
+ *                  1), the join's nonce[16] (zeros for a rank not kept), u32 pid, host[64]: a
+ *                  kept rank's join's process, a rank not kept's as the decider knew it (zeros:
+ *                  never seen)), then the MAC as an announce's (rank: the decider, kept; at
+ *                  least one kept)
  */
 #ifndef HIDET_NCCL_BOOTSTRAP_FILE_FILE_FORMAT_INT_H_
 #define HIDET_NCCL_BOOTSTRAP_FILE_FILE_FORMAT_INT_H_
@@ -102,8 +104,9 @@ size_t hidet_nccl__bf_encode_join(uint8_t *out, size_t cap, const char *key, uin
                                   uint32_t rank, const uint8_t nonce[HN_BF_NONCE], uint64_t epoch, uint32_t pid,
                                   const char *host, int with_mac);
 /* A decision of `decider` (kept) over world members (members[r], a kept flag and, for a kept
- * rank, its join's nonce and process; a rank not kept is written as zeros). 0 if the members do
- * not make a decision (nobody kept, the decider not kept) or it does not fit. */
+ * rank, its join's nonce; every rank's process, zeros where not known; a rank not kept is
+ * written without a nonce). 0 if the members do not make a decision (nobody kept, the decider
+ * not kept) or it does not fit. */
 size_t hidet_nccl__bf_encode_decision(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                                       uint32_t decider, uint64_t epoch, const hidet_nccl__bf_member_t *members,
                                       int with_mac);

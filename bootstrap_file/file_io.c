@@ -309,11 +309,46 @@ void hidet_nccl__bf_this_host(char host[HN_BF_HOST_BYTES + 1]) {
     host[HN_BF_HOST_BYTES] = '\0';
 }
 
+/* 1 if process pid (one that kill(2) still finds) is a zombie: dead, not yet reaped by its
+ * parent (a launcher busy elsewhere); Linux's /proc, else 0. */
+static int zombie(pid_t pid) {
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t got = read(fd, line, sizeof line - 1);
+    close(fd);
+    if (got <= 0) return 0;
+    line[got] = '\0';
+    const char *end = strrchr(line, ')'); /* "pid (comm) S ...": comm may hold anything */
+    return end != NULL && end[1] == ' ' && end[2] == 'Z';
+}
+
 int hidet_nccl__bf_process_gone(uint32_t pid, const char *host) {
     char here[HN_BF_HOST_BYTES + 1];
     hidet_nccl__bf_this_host(here);
     if (strcmp(here, host) != 0 || pid == 0 || pid > (uint32_t)INT_MAX || (pid_t)pid == getpid()) return 0;
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    if (kill((pid_t)pid, 0) != 0) return errno == ESRCH;
+    return zombie((pid_t)pid);
+}
+
+int hidet_nccl__bf_remove_if_same(const char *path, const uint8_t *data, size_t len) {
+    char trash[4096 + 160], host[HN_BF_HOST_BYTES + 1], why[256];
+    uint32_t salt = 0;
+    uint8_t *now = NULL;
+    size_t now_len = 0;
+    hidet_nccl__bf_this_host(host);
+    if (hidet_nccl__bf_random(&salt, sizeof salt, why, sizeof why) != 0 ||
+        snprintf(trash, sizeof trash, "%s.tmp.%s.%ld.%08x", path, host, (long)getpid(), salt) >= (int)sizeof trash ||
+        rename(path, trash) != 0)
+        return 0;
+    int same = hidet_nccl__bf_read(trash, len, len, &now, &now_len, why, sizeof why) == 1 && now_len == len &&
+               memcmp(now, data, len) == 0;
+    free(now);
+    /* not the file judged: put back where it was; if another came there meanwhile, the moved one
+     * stays under its temporary name (swept once this process is gone) rather than be lost */
+    if (same || link(trash, path) == 0) unlink(trash);
+    return same;
 }
 
 int hidet_nccl__bf_tmp_orphaned(const char *name) {

@@ -52,11 +52,16 @@ int hidet_nccl__bf_random(void *out, size_t n, char *why, size_t why_bytes);
 
 /* This host's name, as files carry it (at most HN_BF_HOST_BYTES, NUL-terminated). */
 void hidet_nccl__bf_this_host(char host[HN_BF_HOST_BYTES + 1]);
-/* 1 if the writer (pid, host) of a file is a process of this host that is gone; 0 if it lives,
- * is this process, or is of another host (which nobody here can tell). Process ids are this
+/* 1 if the writer (pid, host) of a file is a process of this host that is gone (or dead and not
+ * yet reaped: a zombie); 0 if it lives, is this process, or is of another host (which nobody
+ * here can tell). Process ids are this
  * host's: processes of one host name in different pid namespaces (containers sharing a host
  * name and a directory) are not told apart. */
 int hidet_nccl__bf_process_gone(uint32_t pid, const char *host);
+/* Removes the file at path only if it holds exactly data (len bytes): it is moved aside under a
+ * temporary name first and read there, so that a file put at path since it was judged is put
+ * back, never removed. 1 removed, 0 not. */
+int hidet_nccl__bf_remove_if_same(const char *path, const uint8_t *data, size_t len);
 /* 1 if name (a directory entry) is a temporary file of hidet_nccl__bf_publish* whose writer is
  * a process of this host that is gone: a writer killed mid-write, whose file nobody finishes. */
 int hidet_nccl__bf_tmp_orphaned(const char *name);

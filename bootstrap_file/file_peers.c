@@ -52,7 +52,8 @@ hidet_nccl_status_t hidet_nccl__bf_peer_left(const hn_bf_state_t *s, int r, cons
 }
 
 /* Reads and checks one file of a recovery round: 1 valid (*data, *m), 0 none, -1 refused, 3 a
- * MAC of another secret. writer names who wrote it for the MAC's message. */
+ * MAC of another secret (*data, *m too: who wrote it). writer names who wrote it for the MAC's
+ * message. */
 static int read_record(const hn_bf_state_t *s, const char *path, int kind, uint64_t epoch, uint32_t world, int rank,
                        size_t max,
                        const char *writer, uint8_t **data, hidet_nccl__bf_msg_t *m, char *why, size_t why_bytes) {
@@ -76,8 +77,8 @@ static int read_record(const hn_bf_state_t *s, const char *path, int kind, uint6
     } else if (hidet_nccl__bf_mac_ok(s, *data, m, writer, inner, sizeof inner) != 0) {
         rc = 3;
     }
-    if (rc != 1) {
-        snprintf(why, why_bytes, "%s: %s; refused", path, inner);
+    if (rc != 1) snprintf(why, why_bytes, "%s: %s; refused", path, inner);
+    if (rc < 0) {
         free(*data);
         *data = NULL;
     }
@@ -95,12 +96,12 @@ int hidet_nccl__bf_join_read(const hn_bf_state_t *s, uint64_t epoch, uint32_t wo
     hidet_nccl__bf_msg_t m;
     int got = read_record(s, path, HN_BF_KIND_JOIN, epoch, world, r, HN_BF_HEADER + HN_BF_JOIN_BODY + HN_BF_MAC + 4,
                           "its writer", &data, &m, why, why_bytes);
-    if (got != 1) return got;
+    if (got != 1 && got != 3) return got;
     memcpy(j->nonce, m.nonce, HN_BF_NONCE);
     j->pid = m.pid;
     snprintf(j->host, sizeof j->host, "%s", m.host);
     free(data);
-    return 1;
+    return got;
 }
 
 int hidet_nccl__bf_decision_read(const hn_bf_state_t *s, uint64_t epoch, uint32_t world, uint8_t **data,
@@ -109,6 +110,46 @@ int hidet_nccl__bf_decision_read(const hn_bf_state_t *s, uint64_t epoch, uint32_
     hidet_nccl__bf_recovery_path(s, epoch, -1, "", path, sizeof path);
     size_t max = HN_BF_HEADER + HN_BF_DECISION_FIXED + (size_t)HN_BF_MEMBER * world + HN_BF_MAC + 4;
     return read_record(s, path, HN_BF_KIND_DECISION, epoch, world, -1, max, "its decider", data, m, why, why_bytes);
+}
+
+int hidet_nccl__bf_record_read_any(const hn_bf_state_t *s, const char *path, int kind, uint8_t **data, size_t *len,
+                                   hidet_nccl__bf_msg_t *m) {
+    char why[768];
+    *data = NULL;
+    if (hidet_nccl__bf_read(path, HN_BF_HEADER + 4, HN_BF_MAX_FILE, data, len, why, sizeof why) != 1) return 0;
+    if (hidet_nccl__bf_parse(*data, *len, m, why, sizeof why) == 0 && m->kind == kind && strcmp(m->key, s->key) == 0)
+        return 1;
+    free(*data);
+    *data = NULL;
+    return 0;
+}
+
+/* 1 if every process the decision m keeps is a process of this host that is gone. */
+static int all_kept_gone(const hidet_nccl__bf_msg_t *m) {
+    for (uint32_t r = 0; r < m->world_size; r++) {
+        hidet_nccl__bf_member_t p;
+        hidet_nccl__bf_member(m, r, &p);
+        if (p.kept && !hidet_nccl__bf_process_gone(p.pid, p.host)) return 0;
+    }
+    return 1;
+}
+
+int hidet_nccl__bf_decision_stale(const hn_bf_peer_t *peers, int n, int me, const hidet_nccl__bf_msg_t *m, int how) {
+    if (!all_kept_gone(m)) return 0;
+    if (how == HN_BF_STALE_FOREIGN) return 1;
+    int contradicts = 0, known_all = 1, kept_known = 0;
+    for (uint32_t r = 0; r < m->world_size; r++) {
+        hidet_nccl__bf_member_t p;
+        hidet_nccl__bf_member(m, r, &p);
+        if (!p.kept) continue;
+        for (int q = 0; q < n; q++) {
+            int same = peers[q].pid == p.pid && strcmp(peers[q].host, p.host) == 0;
+            if (how == HN_BF_STALE_THIS_ROUND && q == (int)r && peers[q].pid != 0 && !same) contradicts = 1;
+            kept_known |= how == HN_BF_STALE_LATER && same;
+        }
+    }
+    for (int q = 0; q < n; q++) known_all &= q == me || peers[q].pid != 0;
+    return how == HN_BF_STALE_THIS_ROUND ? contradicts : known_all && !kept_known;
 }
 
 /* 1 if the decision m names this process as this rank. */
@@ -146,7 +187,7 @@ void hidet_nccl__bf_roster_put(hn_bf_state_t *s, const uint8_t *nonces) {
         hidet_nccl__bf_msg_t m;
         int got = lstat(path, &there) == 0 ? hidet_nccl__bf_decision_read(s, 0, (uint32_t)s->nranks, &data, &m, why, sizeof why) : 0;
         int mine = got == 1 && names_me(s, &m);
-        if (got == 1) free(data);
+        if (got == 1 || got == 3) free(data);
         if (!mine && got != 0 && S_ISREG(there.st_mode) && there.st_uid == geteuid())
             put = hidet_nccl__bf_publish_over(path, &there, file, len, NULL, why, sizeof why);
     }
@@ -161,7 +202,9 @@ void hidet_nccl__bf_roster_read(hn_bf_state_t *s) {
     hidet_nccl__bf_msg_t m;
     char why[768];
     /* after a recovery round its decision gave every process (the numbering changed with it) */
-    if (s->epoch != 0 || hidet_nccl__bf_decision_read(s, s->epoch, (uint32_t)s->nranks, &data, &m, why, sizeof why) != 1) return;
+    int got = s->epoch != 0 ? 0 : hidet_nccl__bf_decision_read(s, s->epoch, (uint32_t)s->nranks, &data, &m, why, sizeof why);
+    if (got == 3) free(data);
+    if (got != 1) return;
     if (names_me(s, &m)) {
         for (uint32_t r = 0; r < (uint32_t)s->nranks; r++) {
             hidet_nccl__bf_member_t p;

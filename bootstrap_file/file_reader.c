@@ -15,33 +15,42 @@
 #include "bootstrap_file/file_mac_int.h"
 #include "bootstrap_file/file_names_int.h"
 #include "bootstrap_file/file_peers_int.h"
+#include "bootstrap_file/file_presence_int.h"
 #include "bootstrap_file/file_reader_int.h"
 #include "bootstrap_file/file_round_int.h"
 
 /* Puts this reader's hello answering the claim c, only where no hello is (link(2)), *mine the
  * file as put. What may be there instead: an answer to another claim (stale, or this reader's
  * own answer to an earlier claim): replaced; an answer to this claim of a dead process of this
- * host (this rank's process before a restart): replaced in one rename, so that the root never
- * sees the rank without an answer; one of a live process: two processes as this rank, two jobs
+ * host (this rank's process before a restart): taken over (its nonce becomes this reader's) and
+ * replaced in one rename, so that the root never sees the rank without an answer; one of a live process: two processes as this rank, two jobs
  * sharing the key: the claim is marked collided and this rank fails. A file this user cannot
  * or may not replace (a directory, another user's file) fails it at once, saying what is there. */
+/* This reader's hello answering claim c with nonce, sealed (the root takes only answers and
+ * parts of a reader that holds its secret): its length, or 0 (why). */
+static size_t make_hello(const hn_bf_state_t *s, const hn_bf_round_t *rd, const hn_bf_claim_t *c,
+                         const uint8_t nonce[HN_BF_NONCE], uint8_t *hello, size_t cap, char *why, size_t why_bytes) {
+    size_t len = hidet_nccl__bf_encode_hello(hello, cap, s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)s->rank,
+                                             nonce, c->nonce, (uint32_t)getpid(), s->host, rd->part,
+                                             (uint32_t)rd->part_bytes, s->secret_len > 0);
+    if (len == 0) snprintf(why, why_bytes, "its hello does not fit");
+    return len > 0 && hidet_nccl__bf_seal(s, hello, len, why, why_bytes) == 0 ? len : 0;
+}
+
 static hidet_nccl_status_t put_hello(hn_bf_state_t *s, const hn_bf_round_t *rd, const hn_bf_claim_t *c,
-                                     const uint8_t nonce[HN_BF_NONCE], const char *hello_path, struct stat *mine,
+                                     uint8_t nonce[HN_BF_NONCE], const char *hello_path, struct stat *mine,
                                      char *msg, size_t msg_bytes) {
     char why[768] = "";
     size_t cap = HN_BF_HEADER + HN_BF_HELLO_FIXED + rd->part_bytes + HN_BF_MAC + 4;
     uint8_t *hello = malloc(cap);
     if (hello == NULL) return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
-    size_t len = hidet_nccl__bf_encode_hello(hello, cap, s->key, rd->seq, (uint32_t)s->nranks, (uint32_t)s->rank,
-                                             nonce, c->nonce, (uint32_t)getpid(), s->host, rd->part,
-                                             (uint32_t)rd->part_bytes, s->secret_len > 0);
-    /* the root takes only answers (and parts) of a reader that holds its secret */
-    if (len > 0 && hidet_nccl__bf_seal(s, hello, len, why, sizeof why) != 0) {
+    size_t len = make_hello(s, rd, c, nonce, hello, cap, why, sizeof why);
+    if (len == 0) {
         free(hello);
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s", s->rank, why);
     }
     hidet_nccl_status_t st = HIDET_NCCL_ERROR_BOOTSTRAP;
-    const char *fail = len == 0 ? "too large" : NULL;
+    const char *fail = NULL;
     hn_bf_hello_t other = {{0}, 0, ""};
     int collided = 0;
     for (int attempt = 0; fail == NULL && attempt < 4; attempt++) {
@@ -59,7 +68,15 @@ static hidet_nccl_status_t put_hello(hn_bf_state_t *s, const hn_bf_round_t *rd, 
             st = HIDET_NCCL_SUCCESS;
             break;
         }
-        if (got == 1 && hidet_nccl__bf_writer_gone(&other)) { /* this rank's process before a restart */
+        if (got == 1 && hidet_nccl__bf_writer_gone(&other)) {
+            /* This rank's process before a restart: its answer is taken over, nonce and all, so
+             * that the root sees the same answer from a new process (a second process as this
+             * rank, whose first took the bytes and ended, answers with a nonce of its own). */
+            memcpy(nonce, other.nonce, HN_BF_NONCE);
+            if ((len = make_hello(s, rd, c, nonce, hello, cap, why, sizeof why)) == 0) {
+                fail = why;
+                break;
+            }
             int over = hidet_nccl__bf_publish_over(hello_path, &there, hello, len, mine, why, sizeof why);
             if (over == 0) {
                 st = HIDET_NCCL_SUCCESS;
@@ -211,6 +228,9 @@ hidet_nccl_status_t hidet_nccl__bf_reader_round(hn_bf_state_t *s, const hn_bf_ro
         }
         if (answered && !hidet_nccl__poll_expired(poll) &&
             take_announce(s, rd, &c, nonce, id_path, seen, sizeof seen)) {
+            /* Still the one process as this rank (a second one removes the first's presence): else
+             * the bytes are not taken, and the root hears of it through the mark */
+            if ((st = hidet_nccl__bf_presence_held(s, msg, msg_bytes)) != HIDET_NCCL_SUCCESS) break;
             struct stat now; /* removing it tells the root this rank has its bytes */
             if (lstat(hello_path, &now) == 0 && hidet_nccl__bf_same_file(&now, &mine)) unlink(hello_path);
             hidet_nccl__bf_peer_note(s, rd->root, c.pid, c.host); /* the root's process, for the rounds to come */

@@ -10,6 +10,7 @@
 #include "bootstrap_file/file_mac_int.h"
 #include "bootstrap_file/file_names_int.h"
 #include "bootstrap_file/file_peers_int.h"
+#include "bootstrap_file/file_presence_int.h"
 #include "bootstrap_file/file_recover_int.h"
 #include "bootstrap_file/file_sweep_int.h"
 
@@ -73,9 +74,16 @@ static hidet_nccl_status_t put_join(rr_t *x, char *msg, size_t n) {
                                    "rank (pid %u on host '%s'): two processes run as rank %d, or two jobs use job key "
                                    "'%s' in %s at once", x->me, x->join_path, (unsigned long long)x->epoch, j.pid,
                                    j.host, x->me, s->key, s->dir);
-        if (got == 3)
-            return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s (two jobs use job key '%s' in %s "
-                                   "at once? Give each job its own key)", x->me, why, s->key, s->dir);
+        if (got == 3 && hidet_nccl__bf_process_gone(j.pid, j.host)) {
+            HN_WARN("recovery round %llu, rank %d: %s is a join left by an ended job with job key '%s' (another "
+                    "secret; its process, pid %u on this host, is gone): stale, replaced", (unsigned long long)x->epoch,
+                    x->me, x->join_path, s->key, j.pid);
+        } else if (got == 3) {
+            return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s (pid %u on host '%s', which lives "
+                                   "or cannot be seen from here): two jobs use job key '%s' in %s at once? Give each "
+                                   "job its own key (a file an ended job left on another host: remove it)", x->me, why,
+                                   j.pid, j.host, s->key, s->dir);
+        }
         if (!(S_ISREG(there.st_mode) && there.st_uid == geteuid())) {
             hidet_nccl__bf_in_the_way(x->join_path, &there, why, sizeof why);
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d, recovery round %llu (job key '%s'): "
@@ -129,7 +137,8 @@ static int scan(rr_t *x, double waited) {
 
 /* A decision of a later recovery round of this bootstrap, of this job (its MAC, with a secret),
  * in the directory (its round in *later): the job went on without this rank (which comes after
- * the round it was left out of was tidied away). One listing of the directory. */
+ * the round it was left out of was tidied away). One listing of the directory; a later decision
+ * an ended job left (stale) is removed on the way. */
 static int superseded(const rr_t *x, uint64_t *later) {
     DIR *d = opendir(x->s->dir);
     if (d == NULL) return 0;
@@ -146,15 +155,37 @@ static int superseded(const rr_t *x, uint64_t *later) {
         size_t len = 0;
         hidet_nccl__bf_msg_t m;
         snprintf(path, sizeof path, "%s/%s", x->s->dir, e->d_name);
-        found = hidet_nccl__bf_read(path, HN_BF_HEADER + 4, HN_BF_MAX_FILE, &data, &len, why, sizeof why) == 1 &&
-                hidet_nccl__bf_parse(data, len, &m, why, sizeof why) == 0 && m.kind == HN_BF_KIND_DECISION &&
-                strcmp(m.key, x->s->key) == 0 && m.seq == seq && m.epoch == hidet_nccl__bf_seq_epoch(seq) &&
-                hidet_nccl__bf_mac_ok(x->s, data, &m, "its decider", why, sizeof why) == 0;
-        if (found) *later = m.epoch;
+        if (hidet_nccl__bf_read(path, HN_BF_HEADER + 4, HN_BF_MAX_FILE, &data, &len, why, sizeof why) == 1 &&
+            hidet_nccl__bf_parse(data, len, &m, why, sizeof why) == 0 && m.kind == HN_BF_KIND_DECISION &&
+            strcmp(m.key, x->s->key) == 0) {
+            int ours = m.seq == seq && m.epoch == hidet_nccl__bf_seq_epoch(seq) &&
+                       hidet_nccl__bf_mac_ok(x->s, data, &m, "its decider", why, sizeof why) == 0;
+            if (hidet_nccl__bf_decision_stale(x->s->peers, x->n, x->me, &m,
+                                              ours ? HN_BF_STALE_LATER : HN_BF_STALE_FOREIGN)) {
+                HN_WARN("recovery round %llu, rank %d: %s is a decision of round %llu left by an ended job with job "
+                        "key '%s' (every process it keeps is gone from this host, none of them this job's): stale, "
+                        "removed", (unsigned long long)x->epoch, x->me, path, (unsigned long long)m.epoch, x->s->key);
+                hidet_nccl__bf_remove_if_same(path, data, len);
+            } else if (ours) {
+                found = 1;
+                *later = m.epoch;
+            }
+        }
         free(data);
     }
     closedir(d);
     return found;
+}
+
+/* Each rank's process as this round knows it (old: x->n): its join's, else what the bootstrap
+ * saw of it. */
+static void known_processes(const rr_t *x, hn_bf_peer_t *old) {
+    for (int q = 0; q < x->n; q++) {
+        old[q] = x->s->peers[q];
+        if (!x->joined[q]) continue;
+        old[q].pid = x->joins[q].pid;
+        snprintf(old[q].host, sizeof old[q].host, "%s", x->joins[q].host);
+    }
 }
 
 /* Step 2, the decider: the decision (this rank and every rank that joined and lives) put where
@@ -170,13 +201,15 @@ static int put_decision(rr_t *x, uint8_t **file, size_t *len, char *msg, size_t 
     if (m == NULL || *file == NULL) {
         hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for a decision of %d ranks", x->n);
     } else {
+        hn_bf_peer_t *known = calloc((size_t)x->n, sizeof *known);
+        if (known != NULL) known_processes(x, known); /* a rank not kept: as known (the tidying judges it) */
         for (int q = 0; q < x->n; q++) {
             m[q].kept = q == x->me || (x->joined[q] && !x->dead[q]);
-            if (!m[q].kept) continue;
-            memcpy(m[q].nonce, q == x->me ? x->nonce : x->joins[q].nonce, HN_BF_NONCE);
-            m[q].pid = q == x->me ? (uint32_t)getpid() : x->joins[q].pid;
-            snprintf(m[q].host, sizeof m[q].host, "%s", q == x->me ? s->host : x->joins[q].host);
+            m[q].pid = q == x->me ? (uint32_t)getpid() : known != NULL ? known[q].pid : 0;
+            snprintf(m[q].host, sizeof m[q].host, "%s", q == x->me ? s->host : known != NULL ? known[q].host : "");
+            if (m[q].kept) memcpy(m[q].nonce, q == x->me ? x->nonce : x->joins[q].nonce, HN_BF_NONCE);
         }
+        free(known);
         *len = hidet_nccl__bf_encode_decision(*file, cap, s->key, hidet_nccl__bf_recovery_seq(s, x->epoch),
                                               (uint32_t)x->n, (uint32_t)x->me, x->epoch, m, s->secret_len > 0);
         if (*len == 0 || hidet_nccl__bf_seal(s, *file, *len, why, sizeof why) != 0)
@@ -194,26 +227,23 @@ static int put_decision(rr_t *x, uint8_t **file, size_t *len, char *msg, size_t 
     return rc;
 }
 
-/* Step 3, this rank named: the bootstrap renumbered to the ranks kept, what finalize needs of the
- * round kept, this rank's join removed; the new rank 0 sweeps what earlier epochs left. */
+/* Step 3, this rank named: the round noted for the tidying, the bootstrap renumbered to the ranks
+ * kept, this rank's join removed (taken); the new rank 0 sweeps what earlier epochs left. */
 static hidet_nccl_status_t go_on(rr_t *x, const hidet_nccl__bf_msg_t *m, unsigned char *kept, char *msg, size_t n) {
     hn_bf_state_t *s = x->s;
     int count = (int)m->kept_count, rank = 0, local = 0, local_rank = 0;
     hn_bf_peer_t *peers = calloc((size_t)count, sizeof *peers), *old = calloc((size_t)x->n, sizeof *old);
-    unsigned char *flags = calloc((size_t)x->n, 1);
-    if (peers == NULL || old == NULL || flags == NULL) {
+    if (peers == NULL || old == NULL) {
         free(peers);
         free(old);
-        free(flags);
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory renumbering %d ranks", count);
     }
-    hn_bf_peer_t first = {0, ""};
+    known_processes(x, old);
+    hidet_nccl__bf_round_note(s, x->epoch, x->n, x->me, m, old);
     for (int q = 0, i = 0; q < x->n; q++) {
         hidet_nccl__bf_member_t p;
         hidet_nccl__bf_member(m, (uint32_t)q, &p);
-        old[q] = x->joined[q] ? (hn_bf_peer_t){x->joins[q].pid, ""} : s->peers[q];
-        if (x->joined[q]) snprintf(old[q].host, sizeof old[q].host, "%s", x->joins[q].host);
-        flags[q] = (unsigned char)p.kept;
+        kept[q] = (unsigned char)p.kept;
         if (!p.kept) continue;
         if (q < x->me) rank++;
         if (strcmp(p.host, s->host) == 0) {
@@ -221,12 +251,9 @@ static hidet_nccl_status_t go_on(rr_t *x, const hidet_nccl__bf_msg_t *m, unsigne
             local++;
         }
         peers[i].pid = p.pid;
-        snprintf(peers[i].host, sizeof peers[i].host, "%s", p.host);
-        if (i++ == 0) first = peers[0];
+        snprintf(peers[i++].host, sizeof peers[0].host, "%s", p.host);
     }
-    free(s->last.kept);
-    free(s->last.old);
-    s->last = (hn_bf_last_round_t){x->epoch, x->n, flags, old, 0, first};
+    free(old);
     free(s->peers);
     s->peers = peers;
     s->rank = rank;
@@ -234,44 +261,39 @@ static hidet_nccl_status_t go_on(rr_t *x, const hidet_nccl__bf_msg_t *m, unsigne
     s->local_rank = local_rank;
     s->local_size = local;
     s->epoch = x->epoch;
-    memcpy(kept, flags, (size_t)x->n);
     withdraw_join(x, NULL); /* taken */
-    if (rank == 0) hidet_nccl__bf_sweep(s, x->epoch, (uint32_t)x->n);
+    if (rank == 0) hidet_nccl__bf_sweep(s, x->epoch);
     return HIDET_NCCL_SUCCESS;
+}
+
+/* The round failed or left this rank out: it is out of it, and says so with its mark (its join
+ * renamed), so that the round's files need not wait for it; the round is noted (decision m, or
+ * NULL when none was seen) for its tidying at finalize. */
+static void out_of_round(rr_t *x, const hidet_nccl__bf_msg_t *m) {
+    hn_bf_peer_t *old = calloc((size_t)x->n, sizeof *old);
+    withdraw_join(x, HN_BF_MARK_LEFTOUT);
+    x->left_out = 1;
+    if (old == NULL) return;
+    known_processes(x, old);
+    hidet_nccl__bf_round_note(x->s, x->epoch, x->n, x->me, m, old);
+    free(old);
 }
 
 /* Step 3: the decision m, read or put. Named with this join's nonce: go on; else left out. */
 static hidet_nccl_status_t take(rr_t *x, const hidet_nccl__bf_msg_t *m, unsigned char *kept, char *msg, size_t n) {
-    hn_bf_state_t *s = x->s;
     hidet_nccl__bf_member_t mine;
     hidet_nccl__bf_member(m, (uint32_t)x->me, &mine);
     if (mine.kept && memcmp(mine.nonce, x->nonce, HN_BF_NONCE) == 0) return go_on(x, m, kept, msg, n);
     unsigned char *flags = calloc((size_t)x->n, 1);
-    hn_bf_peer_t *old = calloc((size_t)x->n, sizeof *old), first = {0, ""};
-    char set[200];
+    char set[200] = "(out of memory listing them)";
     for (int q = 0; flags != NULL && q < x->n; q++) {
         hidet_nccl__bf_member_t p;
         hidet_nccl__bf_member(m, (uint32_t)q, &p);
         flags[q] = (unsigned char)p.kept;
-        if (p.kept && first.pid == 0) {
-            first.pid = p.pid;
-            snprintf(first.host, sizeof first.host, "%s", p.host);
-        }
-        if (old != NULL) old[q] = s->peers[q];
     }
     if (flags != NULL) hidet_nccl__bf_list_ranks(flags, x->n, 0, set, sizeof set);
-    else snprintf(set, sizeof set, "(out of memory listing them)");
-    withdraw_join(x, HN_BF_MARK_LEFTOUT); /* it knows: the decision need not wait for it */
-    x->left_out = 1;
-    free(s->last.kept);
-    free(s->last.old);
-    s->last = (hn_bf_last_round_t){0, 0, NULL, NULL, 1, first};
-    if (flags != NULL && old != NULL) {
-        s->last = (hn_bf_last_round_t){x->epoch, x->n, flags, old, 1, first};
-    } else {
-        free(flags);
-        free(old);
-    }
+    free(flags);
+    out_of_round(x, m); /* it knows: the decision need not wait for it */
     if (mine.kept)
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                                "rank %d (of %d) was left out of recovery round %llu: the decision %s of rank %d names "
@@ -284,6 +306,41 @@ static hidet_nccl_status_t take(rr_t *x, const hidet_nccl__bf_msg_t *m, unsigned
                            "on (numbered as before the round), before this rank joined or without counting it; this "
                            "bootstrap can only be destroyed now", x->me, x->n, (unsigned long long)x->epoch, m->rank,
                            x->decision_path, set);
+}
+
+/* 1 if the decision m keeps this rank with this very join's nonce. */
+static int named(const rr_t *x, const hidet_nccl__bf_msg_t *m) {
+    hidet_nccl__bf_member_t mine;
+    hidet_nccl__bf_member(m, (uint32_t)x->me, &mine);
+    return mine.kept && memcmp(mine.nonce, x->nonce, HN_BF_NONCE) == 0;
+}
+
+/* A decision at this round's place that does not keep this join: if an ended job left it (a
+ * process of this host that is gone for each rank it keeps; for a decision that could be this
+ * job's, processes other than the ones this round knows), it is removed, said, and 1 returned.
+ * (Files of ended jobs usually went when the bootstrap was made: file_sweep.c.) */
+static int drop_stale(rr_t *x) {
+    uint8_t *data;
+    size_t len;
+    hidet_nccl__bf_msg_t m;
+    char why[768];
+    if (!hidet_nccl__bf_record_read_any(x->s, x->decision_path, HN_BF_KIND_DECISION, &data, &len, &m)) return 0;
+    int ours = m.seq == hidet_nccl__bf_recovery_seq(x->s, x->epoch) && m.epoch == x->epoch &&
+               m.world_size == (uint32_t)x->n &&
+               hidet_nccl__bf_mac_ok(x->s, data, &m, "its decider", why, sizeof why) == 0;
+    hn_bf_peer_t *known = calloc((size_t)x->n, sizeof *known);
+    int stale = known != NULL && !(ours && named(x, &m));
+    if (stale) known_processes(x, known);
+    stale = stale && hidet_nccl__bf_decision_stale(known, x->n, x->me, &m,
+                                                   ours ? HN_BF_STALE_THIS_ROUND : HN_BF_STALE_FOREIGN) &&
+            hidet_nccl__bf_remove_if_same(x->decision_path, data, len);
+    if (stale)
+        HN_WARN("recovery round %llu, rank %d: %s is a decision left by an ended job with job key '%s' (every process "
+                "it keeps is gone from this host%s): stale, removed", (unsigned long long)x->epoch, x->me,
+                x->decision_path, x->s->key, ours ? ", and is not the one this job knows as that rank" : "");
+    free(known);
+    free(data);
+    return stale;
 }
 
 /* The decider is ready: every rank above it joined or is known dead, or wait_s passed. */
@@ -302,11 +359,17 @@ static hidet_nccl_status_t await_decision(rr_t *x, unsigned char *kept, char *ms
         uint8_t *data = NULL;
         hidet_nccl__bf_msg_t m;
         int got = hidet_nccl__bf_decision_read(s, x->epoch, (uint32_t)x->n, &data, &m, why, sizeof why);
+        if (got == 1 && !named(x, &m) && drop_stale(x)) { /* an ended job's, removed: look again */
+            free(data);
+            continue;
+        }
         if (got == 1) {
             hidet_nccl_status_t st = take(x, &m, kept, msg, n);
             free(data);
             return st;
         }
+        if (got == 3) free(data);
+        if (got != 0 && got != 1 && drop_stale(x)) continue; /* an ended job's, removed */
         if (got == 3) /* nobody may replace it: exactly one decision is ever put */
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                                    "rank %d, recovery round %llu: %s: two jobs use job key '%s' in %s at once? Give "
@@ -336,6 +399,7 @@ static hidet_nccl_status_t await_decision(rr_t *x, unsigned char *kept, char *ms
             uint64_t later = 0;
             if (superseded(x, &later)) {
                 withdraw_join(x, NULL);
+                x->left_out = 1;
                 return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                                        "rank %d (of %d) was left out of recovery round %llu: the job went on to recovery "
                                        "round %llu without it (its files are in %s)", x->me, x->n,
@@ -362,6 +426,17 @@ static hidet_nccl_status_t await_decision(rr_t *x, unsigned char *kept, char *ms
                            "rank %d (of %d) waited %.1f s in recovery round %llu (job key '%s' in %s) %s%s%s", x->me,
                            x->n, hidet_nccl__poll_waited(&x->poll), (unsigned long long)x->epoch, s->key, s->dir,
                            awaited, x->last[0] ? "; last problem: " : "", x->last);
+}
+
+/* The round failed here (its deadline, a file refused): this rank is out of it (its mark), and
+ * the round is noted with its decision if one is there now (this job's), for the tidying. */
+static void failed_round(rr_t *x) {
+    uint8_t *data = NULL;
+    hidet_nccl__bf_msg_t m;
+    char why[768];
+    int got = hidet_nccl__bf_decision_read(x->s, x->epoch, (uint32_t)x->n, &data, &m, why, sizeof why);
+    out_of_round(x, got == 1 ? &m : NULL);
+    if (got == 1 || got == 3) free(data);
 }
 
 hidet_nccl_status_t hidet_nccl__bf_recover(void *state, uint64_t epoch, double wait_s, double timeout_s,
@@ -391,12 +466,14 @@ hidet_nccl_status_t hidet_nccl__bf_recover(void *state, uint64_t epoch, double w
         st = hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", x.n);
     else if (hidet_nccl__bf_random(x.nonce, sizeof x.nonce, why, sizeof why) != 0)
         st = hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_SYSTEM, "%s", why);
+    if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__bf_presence_held(s, msg, msg_bytes);
     if (st == HIDET_NCCL_SUCCESS) {
         hidet_nccl__bf_roster_read(s);
+        hidet_nccl__bf_presence_read(s);
         st = put_join(&x, msg, msg_bytes);
         if (st == HIDET_NCCL_SUCCESS) {
             st = await_decision(&x, kept, msg, msg_bytes);
-            if (st != HIDET_NCCL_SUCCESS && !x.left_out) withdraw_join(&x, NULL); /* no decider counts it now */
+            if (st != HIDET_NCCL_SUCCESS && !x.left_out) failed_round(&x); /* no decider counts it now */
         }
     }
     free(x.joins);

@@ -109,13 +109,16 @@ static hidet_nccl_status_t claim_still_held(root_work_t *w, char *msg, size_t ms
     return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP, "%s", why);
 }
 
-/* Two live processes answered this claim as rank r: a collision of two jobs. */
-static hidet_nccl_status_t two_answers(const hn_bf_state_t *s, root_work_t *w, int r, char *msg, size_t msg_bytes) {
+/* Two processes answered this claim as rank r (the one taken, and h): two processes run as one
+ * rank, or two jobs share the key. */
+static hidet_nccl_status_t two_answers(const hn_bf_state_t *s, root_work_t *w, int r, const hn_bf_hello_t *h,
+                                       char *msg, size_t msg_bytes) {
     hidet_nccl__bf_claim_mark(&w->claim);
     return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP,
-                           "rank %d (root): two processes answered this round's claim as rank %d in %s: two jobs use "
-                           "job key '%s' in this directory at once; both fail. Give each job its own key",
-                           s->rank, r, s->dir, s->key);
+                           "rank %d (root): two processes answered this round's claim as rank %d in %s (pid %u on host "
+                           "'%s', then pid %u on host '%s'): two processes run as rank %d, or two jobs use job key '%s' "
+                           "in this directory at once; both fail. Give each job its own key, each rank one process",
+                           s->rank, r, s->dir, w->pids[r], w->hosts[r], h->pid, h->host, r, s->key);
 }
 
 /* (Re)writes the announce: every rank's nonce as it now stands. */
@@ -137,11 +140,13 @@ static hidet_nccl_status_t put_announce(const hn_bf_state_t *s, const hn_bf_roun
 
 /* Rank r's hello, accepted before, is gone (state 0) or changed (2). Gone: taken, once the
  * announce is out, unless its reader left a mark (it failed, or gave up); before that, it is
- * waited for again. Changed to a new answer to the claim: its first process is gone (a reader
- * killed and started again) and the new one is taken in its place, the announce rewritten
- * (*again); a live one means two processes as rank r. */
+ * waited for again. Changed: the same answer (its nonce) from a new process is this rank started
+ * again (its first process gone: the new one took its dead answer over, nonce and all, so the
+ * announce stands); an answer with another nonce is another process's, whether the first lives
+ * or has gone (it may have taken the bytes and ended: a process started as this rank after it
+ * is a second one, never taken in its place): two processes as rank r. */
 static hidet_nccl_status_t recheck(const hn_bf_state_t *s, const hn_bf_round_t *rd, root_work_t *w, int r, int state,
-                                   int *again, char *msg, size_t msg_bytes) {
+                                   char *msg, size_t msg_bytes) {
     const uint8_t *nonce = w->nonces + (size_t)r * HN_BF_NONCE;
     char why[768];
     if (state == 0) {
@@ -164,8 +169,10 @@ static hidet_nccl_status_t recheck(const hn_bf_state_t *s, const hn_bf_round_t *
         if (!w->published) w->have[r] = 0;
         return HIDET_NCCL_SUCCESS;
     }
-    if (memcmp(h.nonce, nonce, HN_BF_NONCE) == 0) return HIDET_NCCL_SUCCESS; /* rewritten as it was */
-    if (!(w->local[r] && hidet_nccl__bf_process_gone(w->pids[r], s->host))) return two_answers(s, w, r, msg, msg_bytes);
+    if (memcmp(h.nonce, nonce, HN_BF_NONCE) != 0) return two_answers(s, w, r, &h, msg, msg_bytes);
+    if (h.pid == w->pids[r] && strcmp(h.host, w->hosts[r]) == 0) return HIDET_NCCL_SUCCESS; /* rewritten as it was */
+    if (!(w->local[r] && hidet_nccl__bf_process_gone(w->pids[r], s->host)))
+        return two_answers(s, w, r, &h, msg, msg_bytes);
     if (w->published && rd->part_bytes && memcmp(w->part, part_slot(rd, r), rd->part_bytes) != 0)
         return hidet_nccl__say(msg, msg_bytes, HIDET_NCCL_ERROR_BOOTSTRAP,
                                "rank %d (root): rank %d came back (its first process, pid %u on this host, is gone) "
@@ -173,7 +180,6 @@ static hidet_nccl_status_t recheck(const hn_bf_state_t *s, const hn_bf_round_t *
                                "start the job again", s->rank, r, w->pids[r]);
     if (rd->part_bytes) memcpy(part_slot(rd, r), w->part, rd->part_bytes);
     accept_hello(s, w, r, &h);
-    *again = w->published;
     return HIDET_NCCL_SUCCESS;
 }
 
@@ -206,7 +212,7 @@ static int some_gave_up(const hn_bf_state_t *s, const hn_bf_round_t *rd, const r
  * stale: not counted), watching the ones in for a restart or a second process. */
 static hidet_nccl_status_t await_hellos(hn_bf_state_t *s, const hn_bf_round_t *rd, root_work_t *w, hn_poll_t *poll,
                                         char *msg, size_t msg_bytes) {
-    int n = s->nranks, again = 0;
+    int n = s->nranks;
     char why[768] = "", missing[160];
     for (;;) {
         int waiting = 0, expired = 0;
@@ -216,7 +222,7 @@ static hidet_nccl_status_t await_hellos(hn_bf_state_t *s, const hn_bf_round_t *r
             if (w->have[r]) {
                 int state = hello_state(s, rd, r, &w->seen[r]);
                 hidet_nccl_status_t st = state == 1 ? HIDET_NCCL_SUCCESS
-                                                    : recheck(s, rd, w, r, state, &again, msg, msg_bytes);
+                                                    : recheck(s, rd, w, r, state, msg, msg_bytes);
                 if (st != HIDET_NCCL_SUCCESS) return st;
                 waiting += !w->have[r];
                 continue;
@@ -263,8 +269,8 @@ static hidet_nccl_status_t await_hellos(hn_bf_state_t *s, const hn_bf_round_t *r
 
 /* Steps 2 to 4: publish, then watch until every hello is gone (taken). A hello that went with
  * its reader's mark fails the round; a second answer to the claim for one rank (before or
- * after the first was taken) is a collision; a restarted reader's answer rewrites the
- * announce. The round ends well only if the claim is still as it was put. */
+ * after the first was taken) is a collision; a restarted reader's answer (its dead process's,
+ * taken over) is taken in its place. The round ends well only if the claim is still as it was put. */
 static hidet_nccl_status_t publish_until_taken(hn_bf_state_t *s, const hn_bf_round_t *rd, root_work_t *w,
                                                hn_poll_t *poll, char *msg, size_t msg_bytes) {
     int n = s->nranks;
@@ -272,7 +278,7 @@ static hidet_nccl_status_t publish_until_taken(hn_bf_state_t *s, const hn_bf_rou
     hidet_nccl__bf_round_path(s, rd->seq, -1, id_path, sizeof id_path);
     hidet_nccl_status_t st = put_announce(s, rd, w, id_path, msg, msg_bytes);
     while (st == HIDET_NCCL_SUCCESS) {
-        int left = 0, expired = 0, again = 0;
+        int left = 0, expired = 0;
         for (int r = 0; r < n && st == HIDET_NCCL_SUCCESS; r++) {
             if (r == s->rank) continue;
             if ((expired = hidet_nccl__poll_expired(poll)) != 0) break;
@@ -285,20 +291,24 @@ static hidet_nccl_status_t publish_until_taken(hn_bf_state_t *s, const hn_bf_rou
                 /* Even if the process that took them is gone since: it had the bytes, and the
                  * rank that comes now is not the one the job's other ranks will meet. */
                 if (memcmp(h.nonce, w->nonces + (size_t)r * HN_BF_NONCE, HN_BF_NONCE) != 0) {
-                    st = two_answers(s, w, r, msg, msg_bytes);
+                    st = two_answers(s, w, r, &h, msg, msg_bytes);
                     continue;
                 }
                 w->have[r] = 1; /* the same reader, answering again (its hello was removed): not taken */
                 left++;
                 continue;
             }
-            if (state != 1) st = recheck(s, rd, w, r, state, &again, msg, msg_bytes);
-            if (st == HIDET_NCCL_SUCCESS && w->have[r] && !hidet_nccl__poll_expired(poll))
+            if (state != 1) st = recheck(s, rd, w, r, state, msg, msg_bytes);
+            if (st == HIDET_NCCL_SUCCESS && w->have[r] && !hidet_nccl__poll_expired(poll)) {
                 st = hidet_nccl__bf_still_there(s, rd, r, "reader", msg, msg_bytes);
+                /* gone since its hello was looked at: it may have taken the bytes and ended (its
+                 * hello gone with it): looked at once more before it is called dead */
+                if (st != HIDET_NCCL_SUCCESS && (state = hello_state(s, rd, r, &w->seen[r])) != 1)
+                    st = recheck(s, rd, w, r, state, msg, msg_bytes);
+            }
             left += w->have[r];
         }
         if (st != HIDET_NCCL_SUCCESS) break;
-        if (!expired && again) st = put_announce(s, rd, w, id_path, msg, msg_bytes);
         if (!expired && st == HIDET_NCCL_SUCCESS) st = claim_still_held(w, msg, msg_bytes); /* also the last look */
         if (st != HIDET_NCCL_SUCCESS || (!expired && left == 0)) break;
         if (expired || hidet_nccl__poll_expired(poll)) {

@@ -1,11 +1,13 @@
 /* Internal: what one shared-file bootstrap keeps. file_bootstrap.c makes it; file_root.c and
  * file_reader.c run its rounds; file_recover.c renumbers it after a recovery round; file_peers.c
- * keeps what it knows of every rank's process. */
+ * keeps what it knows of every rank's process; file_presence.c puts and watches its rank's
+ * presence; file_sweep.c tidies what its recovery rounds left. */
 #ifndef HIDET_NCCL_BOOTSTRAP_FILE_FILE_STATE_INT_H_
 #define HIDET_NCCL_BOOTSTRAP_FILE_FILE_STATE_INT_H_
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "bootstrap_file/file_format_int.h"
 #include "core/base/kit.h"
@@ -16,16 +18,17 @@ typedef struct {
     char host[HN_BF_HOST_BYTES + 1];
 } hn_bf_peer_t;
 
-/* What the last recovery round left for this process to tidy at finalize (file_sweep.c): the
- * round's decision stays while a rank it did not keep may still come to read it. */
+/* A recovery round this process took part in (joined it, or found it decided without itself),
+ * kept until its files may go (file_sweep.c): its decision stays while a rank it keeps has not
+ * taken it or a rank it does not keep may still come to read it. */
 typedef struct {
-    uint64_t epoch;         /* the round (0: none) */
-    int old_size;           /* the numbering before it */
-    unsigned char *kept;    /* old_size flags */
-    hn_bf_peer_t *old;      /* old_size: each old rank's process as last known (pid 0: never seen) */
-    int left_out;           /* this process was left out of it */
-    hn_bf_peer_t first;     /* the new rank 0's process (the one that tidies) */
-} hn_bf_last_round_t;
+    uint64_t epoch;                   /* the round */
+    int old_size;                     /* the numbering before it */
+    int me;                           /* this process's rank in that numbering */
+    int decided;                      /* members hold the round's decision (0: none seen: it failed here) */
+    hidet_nccl__bf_member_t *members; /* old_size: the decision's (for a kept rank, its join's nonce and process) */
+    hn_bf_peer_t *old;                /* old_size: each rank's process as known then (pid 0: never seen) */
+} hn_bf_round_rec_t;
 
 typedef struct {
     char dir[4096];
@@ -40,7 +43,11 @@ typedef struct {
     hn_bf_peer_t *peers; /* nranks: each rank's process, from the rounds that ended well, the roster and decisions */
     int roster;          /* rank 0: 1 once it put the roster (or found it can't), else 0 */
     int probe_next;      /* the rank whose join peer_lost looks for first next time */
-    hn_bf_last_round_t last;
+    struct stat presence; /* this rank's presence as put (file_presence.c; st_ino 0: none) */
+    int presence_fd;      /* the presence, open (-1: none): a link count of 0 says it was removed or replaced */
+    int first_rank, first_size; /* the numbering the bootstrap was made with (its presence's) */
+    hn_bf_round_rec_t *rounds; /* the recovery rounds whose files may still be in the directory */
+    int n_rounds;
 } hn_bf_state_t;
 
 #endif

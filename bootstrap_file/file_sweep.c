@@ -1,5 +1,7 @@
-/* Removing what earlier rounds and dead ranks of a shared-file bootstrap left. */
+/* Removing what a shared-file bootstrap's recovery rounds, dead ranks and ended jobs left
+ * (file_sweep_int.h). */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,52 +9,227 @@
 #include <unistd.h>
 
 #include "bootstrap_file/file_io_int.h"
+#include "bootstrap_file/file_mac_int.h"
 #include "bootstrap_file/file_names_int.h"
 #include "bootstrap_file/file_peers_int.h"
 #include "bootstrap_file/file_sweep_int.h"
 
 #define PATH_BYTES 4400
 
-/* world 0: every file of round `epoch` goes (its decision no longer needed); else only its joins
- * and temporary files of dead processes. */
-static void sweep(const hn_bf_state_t *s, uint64_t epoch, uint32_t world) {
+/* rec's members from the decision m; a rank's process not known here, as its decider knew it. */
+static void take_decision(hn_bf_round_rec_t *rec, const hidet_nccl__bf_msg_t *m) {
+    for (int q = 0; q < rec->old_size; q++) {
+        hidet_nccl__bf_member(m, (uint32_t)q, &rec->members[q]);
+        if (rec->old[q].pid != 0 || rec->members[q].pid == 0) continue;
+        rec->old[q].pid = rec->members[q].pid;
+        snprintf(rec->old[q].host, sizeof rec->old[q].host, "%s", rec->members[q].host);
+    }
+    rec->decided = 1;
+}
+
+void hidet_nccl__bf_round_note(hn_bf_state_t *s, uint64_t epoch, int old_size, int me,
+                               const hidet_nccl__bf_msg_t *decision, const hn_bf_peer_t *old) {
+    hn_bf_round_rec_t *more = realloc(s->rounds, sizeof *more * (size_t)(s->n_rounds + 1));
+    if (more == NULL) return; /* its files stay (the next job's start or the launcher removes them) */
+    s->rounds = more;
+    hn_bf_round_rec_t rec = {epoch, old_size, me, decision != NULL, calloc((size_t)old_size, sizeof *rec.members),
+                             malloc(sizeof *rec.old * (size_t)old_size)};
+    if (rec.members == NULL || rec.old == NULL) {
+        free(rec.members);
+        free(rec.old);
+        return;
+    }
+    memcpy(rec.old, old, sizeof *rec.old * (size_t)old_size);
+    if (decision != NULL) take_decision(&rec, decision);
+    s->rounds[s->n_rounds++] = rec;
+}
+
+/* 1 if the join (or mark) at path is of this user, parses as a join of any round of this key,
+ * and its writer is a process of this host that is gone. */
+static int writer_gone(const hn_bf_state_t *s, const char *path) {
+    uint8_t *data;
+    size_t len;
+    hidet_nccl__bf_msg_t m;
+    if (!hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_JOIN, &data, &len, &m)) return 0;
+    int gone = hidet_nccl__bf_process_gone(m.pid, m.host);
+    free(data);
+    return gone;
+}
+
+/* Removes the entry of d named name if it is this user's (a second user's file in a sticky
+ * directory is hers to remove; root could, and must not). 1 removed. */
+static int remove_ours(DIR *d, const char *name) {
+    struct stat st;
+    return fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == geteuid() &&
+           unlinkat(dirfd(d), name, 0) == 0;
+}
+
+/* 1 if the decision of rec's round in the directory is the one rec noted (this job's, valid,
+ * keeping the same joins). */
+static int decision_noted(const hn_bf_state_t *s, const hn_bf_round_rec_t *rec) {
+    uint8_t *data;
+    hidet_nccl__bf_msg_t m;
+    char why[768];
+    int got = hidet_nccl__bf_decision_read(s, rec->epoch, (uint32_t)rec->old_size, &data, &m, why, sizeof why);
+    int same = got == 1;
+    for (int q = 0; same && q < rec->old_size; q++) {
+        hidet_nccl__bf_member_t p;
+        hidet_nccl__bf_member(&m, (uint32_t)q, &p);
+        same = p.kept == rec->members[q].kept && memcmp(p.nonce, rec->members[q].nonce, HN_BF_NONCE) == 0;
+    }
+    if (got == 1 || got == 3) free(data);
+    return same;
+}
+
+/* What rec's round left of this user's: its decision (the one noted: never another's at its
+ * name), the joins and marks, temporary files of writers that are gone. */
+static void remove_round(const hn_bf_state_t *s, const hn_bf_round_rec_t *rec) {
+    char path[PATH_BYTES];
+    hidet_nccl__bf_recovery_path(s, rec->epoch, -1, "", path, sizeof path);
+    if (rec->decided && decision_noted(s, rec)) unlink(path);
+    DIR *d = opendir(s->dir);
+    if (d == NULL) return;
+    uint64_t seq = hidet_nccl__bf_recovery_seq(s, rec->epoch);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        uint64_t at;
+        int r, tmp, kind = hidet_nccl__bf_name_kind(s->key, e->d_name, &at, &r, &tmp);
+        if (at != seq || !(kind == HN_BF_NAME_DECISION || kind == HN_BF_NAME_JOIN || kind == HN_BF_NAME_LEFTOUT))
+            continue;
+        if (tmp ? hidet_nccl__bf_tmp_orphaned(e->d_name) : kind != HN_BF_NAME_DECISION) remove_ours(d, e->d_name);
+    }
+    closedir(d);
+}
+
+/* 1 while rank q may still need the round's decision (rec: the round, as noted). */
+static int rank_pending(const hn_bf_state_t *s, const hn_bf_round_rec_t *rec, int q) {
+    char path[PATH_BYTES], why[768];
+    hn_bf_join_t j;
+    const hidet_nccl__bf_member_t *p = &rec->members[q];
+    const hn_bf_peer_t *known = &rec->old[q];
+    if (!rec->decided) /* a round that failed here: only a rank in it now (that may still decide) */
+        return hidet_nccl__bf_join_read(s, rec->epoch, (uint32_t)rec->old_size, q, NULL, &j, why, sizeof why) == 1 &&
+               !hidet_nccl__bf_process_gone(j.pid, j.host);
+    if (p->kept) /* it took the decision once its join is gone */
+        return hidet_nccl__bf_join_read(s, rec->epoch, (uint32_t)rec->old_size, q, NULL, &j, why, sizeof why) == 1 &&
+               memcmp(j.nonce, p->nonce, HN_BF_NONCE) == 0 && !hidet_nccl__bf_process_gone(j.pid, j.host);
+    /* out of it: it knows (its mark: this job's, by its own process, never a file merely there) */
+    hidet_nccl__bf_recovery_path(s, rec->epoch, q, HN_BF_MARK_LEFTOUT, path, sizeof path);
+    if (hidet_nccl__bf_join_read(s, rec->epoch, (uint32_t)rec->old_size, q, path, &j, why, sizeof why) == 1 &&
+        (known->pid == 0 || (known->pid == j.pid && strcmp(known->host, j.host) == 0)))
+        return 0;
+    if (known->pid != 0 && hidet_nccl__bf_process_gone(known->pid, known->host)) return 0;
+    if (hidet_nccl__bf_join_read(s, rec->epoch, (uint32_t)rec->old_size, q, NULL, &j, why, sizeof why) == 1)
+        return !hidet_nccl__bf_process_gone(j.pid, j.host); /* in the round now */
+    return 1; /* may still come: alive, of another host, or never seen */
+}
+
+/* The round rec's files go if nobody needs them (rec->me is done with it); 1 if they went. */
+static int round_done(const hn_bf_state_t *s, hn_bf_round_rec_t *rec, int at_end) {
+    if (!rec->decided) { /* decided since by another rank? (this job's: it names known processes) */
+        uint8_t *data;
+        hidet_nccl__bf_msg_t m;
+        char why[768];
+        int got = hidet_nccl__bf_decision_read(s, rec->epoch, (uint32_t)rec->old_size, &data, &m, why, sizeof why);
+        if (got == 1 && !hidet_nccl__bf_decision_stale(rec->old, rec->old_size, rec->me, &m, HN_BF_STALE_THIS_ROUND))
+            take_decision(rec, &m);
+        if (got == 1 || got == 3) free(data);
+    }
+    unsigned char *pending = calloc((size_t)rec->old_size, 1);
+    if (pending == NULL) return 0;
+    int waiting = 0;
+    for (int q = 0; q < rec->old_size; q++) waiting += pending[q] = q != rec->me && rank_pending(s, rec, q);
+    if (waiting && at_end) {
+        char list[160], path[PATH_BYTES];
+        hidet_nccl__bf_list_ranks(pending, rec->old_size, 1, list, sizeof list);
+        hidet_nccl__bf_recovery_path(s, rec->epoch, -1, "", path, sizeof path);
+        HN_INFO("recovery round %llu's files (its decision %s) stay: ranks %s (numbered as before the round) may still "
+                "need them (not yet taken, or alive, of another host or never seen, and not known to have read it); "
+                "the last of them to end removes them", (unsigned long long)rec->epoch, path, list);
+    }
+    free(pending);
+    if (waiting) return 0;
+    remove_round(s, rec);
+    return 1;
+}
+
+/* Keeps the rounds noted that still have files, in order; the others' notes go. */
+static void tidy_rounds(hn_bf_state_t *s, uint64_t before, int at_end) {
+    int kept = 0;
+    for (int i = 0; i < s->n_rounds; i++) {
+        hn_bf_round_rec_t *rec = &s->rounds[i];
+        if (rec->epoch < before && round_done(s, rec, at_end)) {
+            free(rec->members);
+            free(rec->old);
+        } else {
+            s->rounds[kept++] = *rec;
+        }
+    }
+    s->n_rounds = kept;
+}
+
+void hidet_nccl__bf_sweep(hn_bf_state_t *s, uint64_t epoch) {
     DIR *d = opendir(s->dir);
     if (d == NULL) return;
     uint64_t gen = hidet_nccl__bf_seq_generation(hidet_nccl__bf_seq(s, 0));
+    char path[PATH_BYTES + 300];
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         uint64_t seq;
         int r, tmp, kind = hidet_nccl__bf_name_kind(s->key, e->d_name, &seq, &r, &tmp);
         if (kind == HN_BF_NAME_OTHER || hidet_nccl__bf_seq_generation(seq) != gen) continue;
         uint64_t at = hidet_nccl__bf_seq_epoch(seq);
-        int gone = at < epoch;
-        if (at == epoch && kind != HN_BF_NAME_ROUND && seq == hidet_nccl__bf_recovery_seq(s, epoch) && world == 0) {
-            gone = 1;
-        } else if (at == epoch && kind != HN_BF_NAME_ROUND && seq == hidet_nccl__bf_recovery_seq(s, epoch)) {
-            if (tmp) {
-                gone = hidet_nccl__bf_tmp_orphaned(e->d_name);
-            } else if (kind == HN_BF_NAME_JOIN) {
-                char path[PATH_BYTES], why[768];
-                hn_bf_join_t j;
-                snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name);
-                gone = hidet_nccl__bf_join_read(s, epoch, world, r, path, &j, why, sizeof why) == 1 &&
-                       hidet_nccl__bf_process_gone(j.pid, j.host);
-            }
-        }
-        if (gone) unlinkat(dirfd(d), e->d_name, 0);
+        int gone = 0;
+        snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name);
+        if (tmp) /* a writer of this host killed mid-write (a live one may be writing still) */
+            gone = at <= epoch && hidet_nccl__bf_tmp_orphaned(e->d_name);
+        else if (kind == HN_BF_NAME_ROUND) /* the rounds the death broke off */
+            gone = at < epoch;
+        else if (kind == HN_BF_NAME_DECISION) /* the roster; later rounds' decisions are tidied as noted */
+            gone = at == 0;
+        else if (kind == HN_BF_NAME_JOIN) /* presences and joins of dead processes */
+            gone = at <= epoch && writer_gone(s, path);
+        if (gone) remove_ours(d, e->d_name);
     }
     closedir(d);
+    tidy_rounds(s, epoch, 0);
 }
 
-void hidet_nccl__bf_sweep(const hn_bf_state_t *s, uint64_t epoch, uint32_t world) {
-    if (world > 0) sweep(s, epoch, world);
+/* 1 if the decision at path keeps only processes of this host that are gone. */
+static int decision_ended(const hn_bf_state_t *s, const char *path) {
+    uint8_t *data;
+    size_t len;
+    hidet_nccl__bf_msg_t m;
+    if (!hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_DECISION, &data, &len, &m)) return 0;
+    int ended = hidet_nccl__bf_decision_stale(NULL, 0, -1, &m, HN_BF_STALE_FOREIGN);
+    free(data);
+    return ended;
 }
 
-void hidet_nccl__bf_sweep_round(const hn_bf_state_t *s, uint64_t epoch) { sweep(s, epoch, 0); }
-
-/* 1 if path names a file. */
-static int there(const char *path) {
-    struct stat st;
-    return lstat(path, &st) == 0;
+void hidet_nccl__bf_sweep_ended(const hn_bf_state_t *s) {
+    DIR *d = opendir(s->dir);
+    if (d == NULL) return;
+    char path[PATH_BYTES + 300], shown[1024] = "";
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        uint64_t seq;
+        int r, tmp, kind = hidet_nccl__bf_name_kind(s->key, e->d_name, &seq, &r, &tmp), gone = 0;
+        snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name);
+        if (kind == HN_BF_NAME_OTHER)
+            continue;
+        else if (tmp)
+            gone = hidet_nccl__bf_tmp_orphaned(e->d_name);
+        else if ((kind == HN_BF_NAME_JOIN && hidet_nccl__bf_seq_epoch(seq) > 0) || kind == HN_BF_NAME_LEFTOUT)
+            gone = writer_gone(s, path);
+        else if (kind == HN_BF_NAME_DECISION)
+            gone = decision_ended(s, path);
+        if (!gone || !remove_ours(d, e->d_name)) continue;
+        size_t at = strlen(shown);
+        if (removed++ < 4) snprintf(shown + at, sizeof shown - at, "%s%s", removed > 1 ? ", " : "", path);
+    }
+    closedir(d);
+    if (removed)
+        HN_WARN("rank %d: removed %d stale file%s of job key '%s' that an ended job left (their processes, of this "
+                "host, are gone): %s%s", s->rank, removed, removed == 1 ? "" : "s", s->key, shown,
+                removed > 4 ? ", ..." : "");
 }
 
 void hidet_nccl__bf_list_ranks(const unsigned char *flag, int n, int with_count, char *out, size_t cap) {
@@ -76,7 +253,9 @@ static void drop_roster(const hn_bf_state_t *s) {
     char path[PATH_BYTES], why[768];
     uint8_t *data;
     hidet_nccl__bf_msg_t m;
-    if (hidet_nccl__bf_decision_read(s, 0, (uint32_t)s->nranks, &data, &m, why, sizeof why) != 1) return;
+    int got = hidet_nccl__bf_decision_read(s, 0, (uint32_t)s->nranks, &data, &m, why, sizeof why);
+    if (got == 3) free(data);
+    if (got != 1) return;
     hidet_nccl__bf_member_t me;
     hidet_nccl__bf_member(&m, 0, &me);
     free(data);
@@ -84,41 +263,114 @@ static void drop_roster(const hn_bf_state_t *s) {
     if (me.pid == (uint32_t)getpid() && strcmp(me.host, s->host) == 0) unlink(path);
 }
 
-void hidet_nccl__bf_tidy(hn_bf_state_t *s) {
-    const hn_bf_last_round_t *l = &s->last;
-    if (l->epoch == 0) {
-        if (s->rank == 0 && s->roster) drop_roster(s);
-        return;
-    }
-    int first = l->left_out ? hidet_nccl__bf_process_gone(l->first.pid, l->first.host) : s->rank == 0;
-    if (!first) return;
-    int n = l->old_size;
-    unsigned char *pending = calloc((size_t)n, 1);
-    if (pending == NULL) return;
-    int waiting = 0;
-    char path[PATH_BYTES], why[768];
-    for (int r = 0; r < n; r++) {
-        hn_bf_join_t j;
-        if (l->kept[r]) { /* it took the decision once its join is gone */
-            hidet_nccl__bf_recovery_path(s, l->epoch, r, "", path, sizeof path);
-            pending[r] = there(path) && !(hidet_nccl__bf_join_read(s, l->epoch, (uint32_t)n, r, path, &j, why, sizeof why) == 1 &&
-                                          hidet_nccl__bf_process_gone(j.pid, j.host));
-        } else { /* it knows it was left out (its mark), or it is gone */
-            hidet_nccl__bf_recovery_path(s, l->epoch, r, HN_BF_MARK_LEFTOUT, path, sizeof path);
-            pending[r] = !there(path) && !(l->old[r].pid != 0 && hidet_nccl__bf_process_gone(l->old[r].pid, l->old[r].host));
-        }
-        waiting += pending[r];
-    }
-    hidet_nccl__bf_recovery_path(s, l->epoch, -1, "", path, sizeof path);
-    if (waiting) {
-        char list[160];
-        hidet_nccl__bf_list_ranks(pending, n, 1, list, sizeof list);
-        HN_INFO("recovery round %llu's decision %s stays: ranks %s (numbered as before the round) may still come to "
-                "read it (alive, or of another host, and it cannot be seen whether they are gone)",
-                (unsigned long long)l->epoch, path, list);
-    } else { /* nobody needs the round any more: its files go, the decision first */
+/* 1 if this process noted recovery round epoch. */
+static int noted(const hn_bf_state_t *s, uint64_t epoch) {
+    for (int i = 0; i < s->n_rounds; i++)
+        if (s->rounds[i].epoch == epoch) return 1;
+    return 0;
+}
+
+/* The next recovery round was decided without this rank (it never joined): it ends now, so it
+ * will never come to read it; it says so with its mark (a join of its own, put where its join
+ * would be read as one that read it) before it looks at the others, and tidies it as they do.
+ * A decision there that an ended job left is removed. */
+static void absent_from_next(hn_bf_state_t *s) {
+    uint64_t epoch = s->epoch + 1;
+    if (s->nranks < 2 || epoch > HN_BF_MAX_EPOCH || noted(s, epoch)) return;
+    uint8_t *data;
+    hidet_nccl__bf_msg_t m;
+    char why[768], path[PATH_BYTES];
+    int got = hidet_nccl__bf_decision_read(s, epoch, (uint32_t)s->nranks, &data, &m, why, sizeof why);
+    if (got != 1 && got != 3) return;
+    hidet_nccl__bf_recovery_path(s, epoch, -1, "", path, sizeof path);
+    if (hidet_nccl__bf_decision_stale(s->peers, s->nranks, s->rank, &m,
+                                      got == 3 ? HN_BF_STALE_FOREIGN : HN_BF_STALE_THIS_ROUND)) {
+        HN_WARN("rank %d: %s is a decision left by an ended job with job key '%s' (every process it keeps is gone "
+                "from this host): stale, removed", s->rank, path, s->key);
         unlink(path);
-        hidet_nccl__bf_sweep_round(s, l->epoch);
+    } else if (got == 1) {
+        uint8_t file[HN_BF_HEADER + HN_BF_JOIN_BODY + HN_BF_MAC + 4], nonce[HN_BF_NONCE];
+        size_t len = 0;
+        if (hidet_nccl__bf_random(nonce, sizeof nonce, why, sizeof why) == 0)
+            len = hidet_nccl__bf_encode_join(file, sizeof file, s->key, hidet_nccl__bf_recovery_seq(s, epoch),
+                                             (uint32_t)s->nranks, (uint32_t)s->rank, nonce, epoch, (uint32_t)getpid(),
+                                             s->host, s->secret_len > 0);
+        hidet_nccl__bf_recovery_path(s, epoch, s->rank, HN_BF_MARK_LEFTOUT, path, sizeof path);
+        if (len > 0 && hidet_nccl__bf_seal(s, file, len, why, sizeof why) == 0)
+            hidet_nccl__bf_publish_new(path, file, len, NULL, why, sizeof why);
+        hidet_nccl__bf_round_note(s, epoch, s->nranks, s->rank, &m, s->peers);
     }
-    free(pending);
+    free(data);
+}
+
+/* 1 if the round file at path (a claim or a hello, or a reader's mark) names a process of this
+ * host that is gone. */
+static int round_writer_gone(const hn_bf_state_t *s, const char *path) {
+    uint8_t *data;
+    size_t len;
+    hidet_nccl__bf_msg_t m;
+    static const int kinds[] = {HN_BF_KIND_HELLO, HN_BF_KIND_CLAIM};
+    int gone = 0;
+    for (int i = 0; !gone && i < 2; i++)
+        if (hidet_nccl__bf_record_read_any(s, path, kinds[i], &data, &len, &m)) {
+            gone = hidet_nccl__bf_process_gone(m.pid, m.host);
+            free(data);
+        }
+    return gone;
+}
+
+/* At finalize, by the lowest rank alive: what processes of this host that died left of this
+ * bootstrap (a rank killed after the last round that would have swept it): their presences and
+ * joins, their claims with the announce of that round, their hellos and marks, temporary files.
+ * Stale by the protocol's rules already; here they go. One listing of the directory. */
+static void sweep_dead(const hn_bf_state_t *s) {
+    DIR *d = opendir(s->dir);
+    if (d == NULL) return;
+    uint64_t gen = hidet_nccl__bf_seq_generation(hidet_nccl__bf_seq(s, 0)), dead_claims[8];
+    int n_dead = 0;
+    char path[PATH_BYTES + 300];
+    for (int pass = 0; pass < 2; pass++) { /* the claims of dead roots first, then their rounds' announces */
+        rewinddir(d);
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            uint64_t seq;
+            int r, tmp, kind = hidet_nccl__bf_name_kind(s->key, e->d_name, &seq, &r, &tmp), gone = 0;
+            if (kind == HN_BF_NAME_OTHER || hidet_nccl__bf_seq_generation(seq) != gen) continue;
+            snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name);
+            const char *rest = strchr(e->d_name + 11 + strlen(s->key) + 1, '.');
+            int is_id = !tmp && kind == HN_BF_NAME_ROUND && rest != NULL && strcmp(rest, ".id") == 0;
+            if (pass == 1) {
+                for (int i = 0; is_id && i < n_dead; i++) gone |= dead_claims[i] == seq;
+            } else if (tmp) {
+                gone = hidet_nccl__bf_tmp_orphaned(e->d_name);
+            } else if (kind == HN_BF_NAME_JOIN) {
+                gone = writer_gone(s, path);
+            } else if (kind == HN_BF_NAME_ROUND && !is_id && round_writer_gone(s, path)) {
+                gone = 1;
+                if (r < 0 && n_dead < 8) dead_claims[n_dead++] = seq; /* a claim: its announce goes too */
+            }
+            if (gone) remove_ours(d, e->d_name);
+        }
+    }
+    closedir(d);
+}
+
+/* 1 if every rank below this one is known to be a process of this host that is gone. */
+static int lowest_alive(const hn_bf_state_t *s) {
+    for (int q = 0; q < s->rank; q++)
+        if (!(s->peers[q].pid != 0 && hidet_nccl__bf_process_gone(s->peers[q].pid, s->peers[q].host))) return 0;
+    return 1;
+}
+
+void hidet_nccl__bf_tidy(hn_bf_state_t *s) {
+    if (s->roster && s->epoch == 0) drop_roster(s);
+    if (s->nranks > 1 && lowest_alive(s)) sweep_dead(s);
+    absent_from_next(s);
+    tidy_rounds(s, UINT64_MAX, 1);
+    for (int i = 0; i < s->n_rounds; i++) {
+        free(s->rounds[i].members);
+        free(s->rounds[i].old);
+    }
+    free(s->rounds);
+    s->rounds = NULL;
+    s->n_rounds = 0;
 }

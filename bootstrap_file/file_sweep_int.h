@@ -1,29 +1,46 @@
-/* Internal: removing what a shared-file bootstrap's earlier rounds and dead ranks left, so that
- * a finished job leaves nothing in the directory (docs/bootstrap_file.md, "Recovery round"). */
+/* Internal: removing what a shared-file bootstrap's recovery rounds, dead ranks and ended jobs
+ * left, so that a finished job leaves nothing in the directory (docs/bootstrap_file.md, "What is
+ * removed, and when"). A recovery round's files (its decision, the joins, the marks of ranks out
+ * of it) go once nobody needs them: every rank it keeps has taken it (its join is gone) and
+ * every other rank knows it is out (its .leftout mark, this job's, by its own process) or is a
+ * process of this host that is gone; whoever of the round's ranks finds that, at its finalize
+ * (or the new rank 0 of a later round), removes them. Each rank makes its own part durable (its
+ * join gone, its mark put) before it looks at the others', so the last one always sees it. */
 #ifndef HIDET_NCCL_BOOTSTRAP_FILE_FILE_SWEEP_INT_H_
 #define HIDET_NCCL_BOOTSTRAP_FILE_FILE_SWEEP_INT_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "bootstrap_file/file_format_int.h"
 #include "bootstrap_file/file_state_int.h"
 
-/* The new rank 0 once it took the decision of recovery round `epoch` over `world` (> 0) ranks
- * (the numbering before it; every rank that goes on has left the rounds before it): every file
- * of this key and generation of an earlier epoch
- * (rounds, their marks, joins, decisions, the roster, temporary files: what dead ranks left
- * among them), and of this round the joins and temporary files of processes of this host that
- * are gone. One listing of the directory. */
-void hidet_nccl__bf_sweep(const hn_bf_state_t *s, uint64_t epoch, uint32_t world);
-/* Once the decision of recovery round `epoch` is no longer needed: every file of that round
- * (joins, marks, the decision, temporary files; valid or not) and every file of earlier epochs. */
-void hidet_nccl__bf_sweep_round(const hn_bf_state_t *s, uint64_t epoch);
+/* Notes a recovery round this process took part in, for the tidying: decision: the round's, as
+ * read (NULL: none seen, the round failed here); old: each rank's process as known (old_size
+ * ranks, the numbering before the round); me: this process's rank there. */
+void hidet_nccl__bf_round_note(hn_bf_state_t *s, uint64_t epoch, int old_size, int me,
+                               const hidet_nccl__bf_msg_t *decision, const hn_bf_peer_t *old);
 
-/* At finalize: the roster (rank 0, no recovery round), or what the last recovery round left
- * (its decision, the marks of ranks it left out, the joins of dead ranks), by its new rank 0
- * (or by a rank it left out, once that one's process is gone). The decision stays, said at INFO,
- * while a rank that goes on has not taken it or a rank left out may still come (its process
- * alive, or of another host, and no mark of its own saying it read it). */
+/* The new rank 0 once it took the decision of recovery round `epoch` (every rank that goes on
+ * has left the rounds before it). Of this key and generation: what the rounds of earlier epochs
+ * left (claims, announces, hellos and their marks: the rounds a death broke off) and the roster;
+ * up to this round, joins (presences among them) and temporary files of processes of this host
+ * that are gone. Then the earlier recovery rounds noted whose files nobody needs any more. One
+ * listing of the directory. */
+void hidet_nccl__bf_sweep(hn_bf_state_t *s, uint64_t epoch);
+
+/* At finalize: rank 0's roster; a recovery round of the next epoch decided without this rank
+ * (it marks itself out of it, then tidies it as the others); every recovery round noted, whose
+ * files go if nobody needs them any more (said at INFO when they stay). */
 void hidet_nccl__bf_tidy(hn_bf_state_t *s);
+
+/* When a bootstrap is made (rank 0, and local rank 0): what ended jobs with this key left, of any
+ * generation, judged by processes of this host that are gone: temporary files (writers killed
+ * mid-write), joins of recovery rounds and marks (their writers), decisions (every process they
+ * keep). Said at WARN, naming them. Not presences, claims, hellos or announces: the rounds
+ * judge those as they meet them (a presence of a rank of this job that died already tells a
+ * recovery round it is dead). One listing of the directory. */
+void hidet_nccl__bf_sweep_ended(const hn_bf_state_t *s);
 
 /* "0, 2, 5" of the n flags set (at most 16 shown, then ", ... (N ranks)"; "none" when none);
  * with_count: always followed by " (N ranks)", for messages. */

@@ -21,6 +21,8 @@
 
 static char g_base[PATH_MAX];
 static int g_case;
+static uid_t g_uid; /* the ranks' user (0: the test's) */
+static gid_t g_gid;
 
 int hn_fr_begin(const char *name) {
     const char *t = getenv("TEST_TMPDIR");
@@ -86,7 +88,8 @@ static void run_steps(const char *dir, const char *key, const char *secret, int 
             int me, size;
             hidet_nccl_bootstrap_rank(bs, &me, &size);
             int mine = 1000 + me, all[64];
-            hidet_nccl_status_t st = hidet_nccl_bootstrap_allgather(bs, &mine, all, sizeof mine, CALL_S);
+            double deadline = arg > 0 ? (double)arg : CALL_S;
+            hidet_nccl_status_t st = hidet_nccl_bootstrap_allgather(bs, &mine, all, sizeof mine, deadline);
             for (int r = 0; st == HIDET_NCCL_SUCCESS && r < size; r++)
                 if (all[r] != 1000 + r) st = HIDET_NCCL_ERROR_INVALID_USAGE; /* 10: a wrong part */
             fprintf(out, "allgather %d %.3f %s\n", st, hn_fr_now() - t0, st ? hidet_nccl_last_error() : "");
@@ -122,7 +125,8 @@ static void run_steps(const char *dir, const char *key, const char *secret, int 
         }
         fflush(out);
     }
-    hidet_nccl_bootstrap_destroy(bs);
+    hidet_nccl_status_t st = hidet_nccl_bootstrap_destroy(bs);
+    fprintf(out, "destroy %d %s\n", st, st ? hidet_nccl_last_error() : "");
 }
 
 hn_fr_rank_t hn_fr_start(const char *dir, const char *key, const char *label, const char *secret, int rank, int n,
@@ -140,6 +144,7 @@ hn_fr_rank_t hn_fr_start(const char *dir, const char *key, const char *label, co
         int fd = open(err, O_CREAT | O_WRONLY | O_TRUNC, 0600);
         if (fd >= 0) dup2(fd, 2);
         FILE *out = fopen(path, "w");
+        if (g_uid != 0 && (setgid(g_gid) != 0 || setuid(g_uid) != 0)) _exit(1);
         if (out != NULL) run_steps(dir, key, secret, rank, n, steps, fds[0], out);
         if (out != NULL) fclose(out);
         _exit(0);
@@ -147,6 +152,13 @@ hn_fr_rank_t hn_fr_start(const char *dir, const char *key, const char *label, co
     close(fds[0]);
     r.go = fds[1];
     return r;
+}
+
+int hn_fr_run_as(uid_t uid, gid_t gid) {
+    if (uid != 0 && geteuid() != 0) return printf("\n    (not root: ranks cannot run as uid %u)", (unsigned)uid), -1;
+    g_uid = uid;
+    g_gid = gid;
+    return 0;
 }
 
 void hn_fr_go(hn_fr_rank_t *r) {
@@ -241,17 +253,8 @@ void hn_fr_put_file(const char *path, const uint8_t *data, size_t len) {
     close(fd);
 }
 
-size_t hn_fr_make_decision(uint8_t *out, size_t cap, const char *key, uint64_t epoch, uint64_t name_epoch,
-                           uint32_t world, uint32_t decider, const char *kept, const char *secret) {
-    hidet_nccl__bf_member_t m[16];
-    memset(m, 0, sizeof m);
-    for (uint32_t r = 0; r < world; r++) {
-        m[r].kept = kept[r] == '1';
-        memset(m[r].nonce, 0x40 + (int)r, HN_BF_NONCE);
-        m[r].pid = 1;
-        snprintf(m[r].host, sizeof m[r].host, "elsewhere");
-    }
-    size_t len = hidet_nccl__bf_encode_decision(out, cap, key, name_epoch << 48, world, decider, epoch, m, secret != NULL);
+/* The MAC of secret (NULL: none) into a file of len bytes encoded with room for it. */
+static size_t sealed(uint8_t *out, size_t len, const char *secret) {
     if (len > 0 && secret != NULL) {
         size_t covers;
         uint8_t *mac = hidet_nccl__bf_mac_at(out, len, &covers);
@@ -260,4 +263,40 @@ size_t hn_fr_make_decision(uint8_t *out, size_t cap, const char *key, uint64_t e
         hidet_nccl__bf_reseal(out, len);
     }
     return len;
+}
+
+size_t hn_fr_make_decision_of(uint8_t *out, size_t cap, const char *key, uint64_t epoch, uint64_t name_epoch,
+                              uint32_t world, uint32_t decider, const char *kept, const char *secret,
+                              const uint32_t *pids, const char *host) {
+    hidet_nccl__bf_member_t m[16];
+    memset(m, 0, sizeof m);
+    for (uint32_t r = 0; r < world && r < 16; r++) {
+        m[r].kept = kept[r] == '1';
+        memset(m[r].nonce, 0x40 + (int)r, HN_BF_NONCE);
+        m[r].pid = pids[r];
+        snprintf(m[r].host, sizeof m[r].host, "%s", host);
+    }
+    return sealed(out, hidet_nccl__bf_encode_decision(out, cap, key, name_epoch << 48, world, decider, epoch, m,
+                                                      secret != NULL), secret);
+}
+
+size_t hn_fr_make_decision(uint8_t *out, size_t cap, const char *key, uint64_t epoch, uint64_t name_epoch,
+                           uint32_t world, uint32_t decider, const char *kept, const char *secret) {
+    const uint32_t ones[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    return hn_fr_make_decision_of(out, cap, key, epoch, name_epoch, world, decider, kept, secret, ones, "elsewhere");
+}
+
+size_t hn_fr_make_join(uint8_t *out, size_t cap, const char *key, uint64_t epoch, uint32_t world, uint32_t rank,
+                       uint32_t pid, const char *host, const char *secret) {
+    uint8_t nonce[HN_BF_NONCE];
+    memset(nonce, 0x60 + (int)rank, sizeof nonce);
+    return sealed(out, hidet_nccl__bf_encode_join(out, cap, key, epoch << 48, world, rank, nonce, epoch, pid, host,
+                                                  secret != NULL), secret);
+}
+
+uint32_t hn_fr_dead_pid(void) {
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    waitpid(child, NULL, 0);
+    return (uint32_t)child;
 }

@@ -20,7 +20,7 @@ int hn_fr_count_files(const char *dir, const char *part);
 double hn_fr_now(void);
 
 /* One rank: a child process running `steps`, space-separated:
- *   a       allgather (its rank, 4 bytes), deadline 30 s; checks every rank's part
+ *   a<S>    allgather (its rank, 4 bytes), deadline S seconds (none: 30 s); checks every rank's part
  *   r<S>    hidet_nccl_bootstrap_recover with a deadline of S seconds (the decider waits S/2)
  *   w       waits for a byte from the test on its pipe (hn_fr_go)
  *   s<MS>   sleeps MS ms
@@ -30,6 +30,7 @@ double hn_fr_now(void);
  *   allgather <status> <seconds> <message>
  *   news <status> <recovering> <seconds>
  *   recover <status> <seconds> <n_kept> <rank> <size> <local rank> <local size> <kept flags> <message>
+ *   destroy <status> <message>
  * stderr (the library's warnings) goes to <base>/out.<label>.<rank>.err. */
 typedef struct {
     pid_t pid;
@@ -40,6 +41,9 @@ typedef struct {
  * in dir, running steps. */
 hn_fr_rank_t hn_fr_start(const char *dir, const char *key, const char *label, const char *secret, int rank, int n,
                          const char *steps);
+/* The ranks started from now on run as uid/gid (set in the child once its output files are
+ * open; 0: as the test). Only root can; -1 (said on stdout) otherwise. */
+int hn_fr_run_as(uid_t uid, gid_t gid);
 /* Lets the rank go on past a `w`. */
 void hn_fr_go(hn_fr_rank_t *r);
 /* Waits (at most 60 s, then kills) for the rank to end. */
@@ -74,5 +78,16 @@ void hn_fr_put_file(const char *path, const uint8_t *data, size_t len);
  * its MAC. Its length (0: too large for cap). */
 size_t hn_fr_make_decision(uint8_t *out, size_t cap, const char *key, uint64_t epoch, uint64_t name_epoch,
                            uint32_t world, uint32_t decider, const char *kept, const char *secret);
+/* The same, every rank r's process written as pids[r] on host (hn_fr_make_decision: pid 1 on
+ * "elsewhere"). */
+size_t hn_fr_make_decision_of(uint8_t *out, size_t cap, const char *key, uint64_t epoch, uint64_t name_epoch,
+                              uint32_t world, uint32_t decider, const char *kept, const char *secret,
+                              const uint32_t *pids, const char *host);
+/* A join of rank `rank` of world to round epoch (generation 0; epoch 0: a rank's presence),
+ * written by pid on host, with secret's MAC (NULL: none). Its length. */
+size_t hn_fr_make_join(uint8_t *out, size_t cap, const char *key, uint64_t epoch, uint32_t world, uint32_t rank,
+                       uint32_t pid, const char *host, const char *secret);
+/* The id of a process of this host that is gone (a child that exited, reaped). */
+uint32_t hn_fr_dead_pid(void);
 
 #endif

@@ -16,7 +16,8 @@
  * every rank, and each prints
  *   DONE <original ranks>
  * and exits 0. A rank left out prints LEFT OUT and exits 3; any other failure: a line on stderr,
- * exit 1. For the measurements: a victim prints "KILL <rank> <unix us>" as it kills itself, a
+ * exit 1. Made, its bootstrap prints "BOOT <rank> <unix us>". For the measurements: a victim
+ * prints "KILL <rank> <unix us>" as it kills itself, a
  * survivor "SAW <epoch> <unix us>" when a call fails and "ROUND <epoch> <us in recover>". Every
  * call has the deadline TIMEOUT_S (default 20 s): nothing waits for ever. */
 #include <errno.h>
@@ -289,6 +290,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     g_orig = j.orig;
+    say("BOOT %d %lld", j.orig, unix_us()); /* its bootstrap is made (a test times signals from it) */
     if (parse_plan(argv[1], j.n_orig, j.seed, &plan) != 0) return 2;
     j.plan = &plan;
     j.size = j.n_orig;
