@@ -217,7 +217,7 @@ kill -INT -- "-$launcher"
 wait "$launcher"
 rc=$?
 check "SIGINT to the launcher's group: exit 130 (got $rc)" [ "$rc" -eq 130 ]
-check "SIGINT to the launcher's group: nothing left" [ -z "$(pgrep -f "1009.$tag")" ]
+check "SIGINT to the launcher's group: nothing left" wait_for 30 "the end of the job's processes" gone "1009.$tag"
 check "SIGINT to the launcher's group: the directory removed" [ -z "$(ls -A "$tmp/rdv_int")" ]
 check "SIGINT to the launcher's group: the watchdog says nothing" bash -c "! grep -q watchdog '$tmp/out14_int.log'"
 
@@ -228,17 +228,18 @@ check "SIGINT to the launcher's group: the watchdog says nothing" bash -c "! gre
 rc=$?
 check "setsid child, ranks exit 0: launcher exits 0 (got $rc)" [ "$rc" -eq 0 ]
 check "setsid child, ranks exit 0: gone with the launcher" wait_for 30 "the end of sleep 1010.$tag" gone "sleep 1010.$tag"
-# Each rank fails once its session's two sleeps run (they say so with a file; 60 s at most).
+# Each rank fails once both ranks' sessions run their two sleeps (they say so with a file each;
+# 60 s at most): the first failure stops the other rank, whose session must be there by then.
 mkdir -p "$tmp/ready15"
 READY=$tmp/ready15 "$run" -n 2 --grace 1 sh -c "setsid sh -c 'sleep 1011.$tag & sleep 1012.$tag & touch \"\$READY/\$HIDET_NCCL_RANK\"; wait' &
-    for _ in \$(seq 1200); do [ -e \"\$READY/\$HIDET_NCCL_RANK\" ] && break; sleep 0.05; done; exit 3" \
+    for _ in \$(seq 1200); do [ -e \"\$READY/0\" ] && [ -e \"\$READY/1\" ] && break; sleep 0.05; done; exit 3" \
     >"$tmp/out15b.log" 2>&1
 rc=$?
 check "setsid children, a rank fails: launcher exits 3 (got $rc)" [ "$rc" -eq 3 ]
 check "setsid children, a rank fails: both ranks' sessions ran" [ -e "$tmp/ready15/0" -a -e "$tmp/ready15/1" ]
 check "setsid children, a rank fails: all gone with the launcher" wait_for 30 "the end of sleep 101[12].$tag" \
     gone "sleep 101[12].$tag"
-check "no watchdog left behind" [ -z "$(pgrep -f "101[0-2].$tag")" ]
+check "no watchdog left behind" wait_for 30 "the watchdog's end" gone "101[0-2].$tag"
 pkill -KILL -f "101[0-2].$tag" 2>/dev/null
 
 echo "$passed passed, $failed failed"
