@@ -5,6 +5,7 @@
  * found stale and removed, never taken for this job's (with or without a job secret, this
  * round's or a later one's); a second user's mark at a rank's .leftout name is not trusted; a
  * temporary file of a writer killed mid-write goes with a later job's start. */
+#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,14 +200,17 @@ static void test_foreign_leftout_mark(void) {
     hn_fr_finish(&r2);
     hn_fr_run_as(0, 0);
     hn_fr_recovered_t a, c;
-    CU_ASSERT_FATAL(hn_fr_recovered("mark", 0, 0, &a) && hn_fr_recovered("mark", 2, 0, &c));
+    CU_ASSERT(hn_fr_recovered("mark", 0, 0, &a) && hn_fr_recovered("mark", 2, 0, &c));
     printf("\n    ranks 0, 1 went on (%d, kept %s); rank 2: %d (kept %s): %.300s", a.st, a.kept, c.st, c.kept, c.msg);
     CU_ASSERT(a.st == 0 && strcmp(a.kept, "110") == 0);
     CU_ASSERT_EQUAL(c.st, HIDET_NCCL_ERROR_BOOTSTRAP);
     CU_ASSERT_PTR_NOT_NULL(strstr(c.msg, "left out"));
     CU_ASSERT_EQUAL(hn_fr_count_files(dir, ""), 1); /* hers alone */
     CU_ASSERT_EQUAL(access(path, F_OK), 0);
-    unlink(path);
+    DIR *d = opendir(dir); /* /tmp is no test's own directory: whatever a failure left goes too */
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.') unlinkat(dirfd(d), e->d_name, 0);
+    if (d != NULL) closedir(d);
     rmdir(dir);
     rmdir(base);
 }
