@@ -135,11 +135,16 @@ for node in 1 0; do
         --tag-output "$PEER" 0,1 7 "$CALL_TIMEOUT" >"$nodes/node$node.log" 2>&1 &
 done
 wait
-if grep -q "^\[2\] .*DONE 2 3" "$nodes/node1.log" && grep -q "^\[3\] .*DONE 2 3" "$nodes/node1.log" &&
-    grep -q "serving the rendezvous while the other nodes' ranks are connected" "$nodes/node0.log"; then
-    echo "two nodes: node 0's ranks died, node 0's launcher served on, node 1's ranks recovered and finished"
+# Node 1's ranks finishing is the proof: their recovery meets at node 0's rendezvous. Whether node
+# 0's launcher says it serves on depends on the race between node 1's finish and node 0's loop
+# seeing its own ranks end (the rendezvous is served all along), so it is reported, not asserted.
+if grep -q "^\[2\] .*DONE 2 3" "$nodes/node1.log" && grep -q "^\[3\] .*DONE 2 3" "$nodes/node1.log"; then
+    said="node 0's launcher said it served on"
+    grep -q "serving the rendezvous while the other nodes' ranks are connected" "$nodes/node0.log" ||
+        said="node 1 finished before node 0's launcher saw its own ranks end"
+    echo "two nodes: node 0's ranks died, node 1's ranks recovered at node 0's rendezvous and finished ($said)"
 else
-    echo "two nodes: FAILED (node 1's ranks did not both finish as ranks 2 3, or node 0's launcher did not serve on)"
+    echo "two nodes: FAILED (node 1's ranks did not both finish as ranks 2 3)"
     sed 's/^/    /' "$nodes/node0.log" "$nodes/node1.log" | head -n 40
     fail=1
 fi
