@@ -219,7 +219,7 @@ static hidet_nccl_status_t file_allgather(void *state, const void *send, void *r
     return run_round(s, &rd, timeout_s, msg, msg_bytes);
 }
 
-const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_file_v3 = {
+const hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_file_v4 = {
     .name = "file",
     .api_version = HIDET_NCCL_BOOTSTRAP_API_VERSION,
     .init = file_init,

@@ -242,7 +242,7 @@ static hidet_nccl_status_t mpi_finalize(void *state, char *msg, size_t n) {
     return HIDET_NCCL_SUCCESS;
 }
 
-const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_mpi_v3 = {
+const hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_mpi_v4 = {
     .name = "mpi",
     .api_version = HIDET_NCCL_BOOTSTRAP_API_VERSION,
     .init = mpi_init,
@@ -255,16 +255,19 @@ const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_mpi_v3 = {
     .recover_unsupported = "MPI ends the whole job when a rank dies (MPI without ULFM cannot shrink its communicator "
                            "to the survivors); start the job with hidet-nccl-run (file or socket rendezvous) to "
                            "survive a dead rank",
+    .heal_unsupported = "an MPI job does not take a restarted process back in under its old rank (MPI_Comm_spawn "
+                        "makes new ranks, and without ULFM the job ends when a rank dies); start the job with "
+                        "hidet-nccl-run --max-restarts (file or socket rendezvous) to heal",
 };
 
 hidet_nccl_status_t hidet_nccl_bootstrap_mpi(MPI_Comm comm, hidet_nccl_bootstrap_h *out) {
     HN_ENTER();
-    return hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_mpi_v3, &comm, out);
+    return hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_mpi_v4, &comm, out);
 }
 
 hidet_nccl_status_t hidet_nccl_mpi_comm_init(MPI_Comm comm, const hidet_nccl_init_options_t *options, int *comm_id) {
     HN_ENTER();
-    return hidet_nccl__comm_init_over(&hidet_nccl_bootstrap_mpi_v3, &comm, options, comm_id);
+    return hidet_nccl__comm_init_over(&hidet_nccl_bootstrap_mpi_v4, &comm, options, comm_id);
 }
 
 hidet_nccl_status_t hidet_nccl_mpi_init(int *comm_id) {

@@ -41,7 +41,7 @@ static hidet_nccl_status_t stub_gather(void *state, const void *s, void *r, size
     return stub_never(state, msg, n);
 }
 
-const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_pmix_v3 = {
+const hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_pmix_v4 = {
     .name = "pmix",
     .api_version = HIDET_NCCL_BOOTSTRAP_API_VERSION,
     .init = stub_init,
@@ -299,7 +299,7 @@ static hidet_nccl_status_t pmix_finalize(void *state, char *msg, size_t n) {
     return HIDET_NCCL_SUCCESS;
 }
 
-const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_pmix_v3 = {
+const hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_pmix_v4 = {
     .name = "pmix",
     .api_version = HIDET_NCCL_BOOTSTRAP_API_VERSION,
     .init = pmix_init,
@@ -311,6 +311,9 @@ const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_pmix_v3 = {
     .recover = NULL,
     .recover_unsupported = "a PMIx fence waits for every process of the namespace, a dead one included; start the "
                            "job with hidet-nccl-run (file or socket rendezvous) to survive a dead rank",
+    .heal_unsupported = "a PMIx namespace does not take a restarted process back in (PMIx_Spawn makes a new "
+                        "namespace); start the job with hidet-nccl-run --max-restarts (file or socket rendezvous) "
+                        "to heal",
 };
 
 #endif

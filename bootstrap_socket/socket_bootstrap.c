@@ -217,7 +217,7 @@ static hidet_nccl_status_t socket_recover(void *state, uint64_t epoch, double wa
     return hidet_nccl__sk_recover(state, epoch, wait_s, timeout_s, kept, msg, n);
 }
 
-const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_socket_v3 = {
+const hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_socket_v4 = {
     .name = "socket",
     .api_version = HIDET_NCCL_BOOTSTRAP_API_VERSION,
     .init = socket_init,

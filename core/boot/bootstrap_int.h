@@ -14,10 +14,18 @@ struct hidet_nccl_bootstrap {
     uint64_t next_tag;
     atomic_int refs;  /* the caller's, and one per communicator that keeps it for recovery */
     atomic_int busy;  /* HN_BS_ROUND: a recovery round is under way; HN_BS_PROBE: peer_lost is being asked */
-    uint64_t epoch;   /* recoveries done; tags restart at epoch << 32 after each */
-    int left_out;     /* a recovery left this rank out: only destroy is taken */
+    uint64_t epoch;   /* recovery and heal rounds done; tags restart at epoch << 32 after each */
+    int left_out;     /* a recovery or heal round left this rank out: only destroy is taken */
     char left_why[256];
+    int job_rank, job_size; /* rank_size right after init: this rank in the job's numbering */
+    int *job_of;      /* job_of[place]: the job rank of each place of the current numbering */
+    int joining;      /* init said joining (a restarted rank): the first collective is a heal round */
 };
+
+/* After a round: the places of the current numbering are the job ranks marked in members (job
+ * size entries, as heal's) or, for a recovery, the old places marked in kept (old size entries). */
+void hidet_nccl__bootstrap_renumber_kept(hidet_nccl_bootstrap_h bs, const unsigned char *kept, int old_size);
+void hidet_nccl__bootstrap_renumber_members(hidet_nccl_bootstrap_h bs, const unsigned char *members);
 
 /* One more holder of bs (a communicator kept for recovery); hidet_nccl_bootstrap_destroy drops
  * one, and the last finalizes. */

@@ -57,6 +57,7 @@ static hidet_nccl_status_t round_checked(hidet_nccl_bootstrap_h bs, double timeo
                        bs->ops.name, (unsigned long long)epoch, set, rank, below, n, new_rank, new_size);
     bs->epoch = epoch;
     bs->next_tag = epoch << 32;
+    hidet_nccl__bootstrap_renumber_kept(bs, kept, size);
     HN_INFO("bootstrap '%s' recovery round %llu: old ranks %s go on (%d of %d; this was rank %d, now %d) in %.3f s",
             bs->ops.name, (unsigned long long)epoch, set, n, size, rank, below, hidet_nccl__now() - t0);
     *n_kept = n;
@@ -67,6 +68,11 @@ hidet_nccl_status_t hidet_nccl__bootstrap_recover(hidet_nccl_bootstrap_h bs, dou
                                                   int *old_size, int *n_kept) {
     *kept = NULL;
     if (bs->left_out) return HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "%s", bs->left_why);
+    if (bs->joining)
+        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
+                       "bootstrap '%s' joins a job that goes on without it (a restarted rank %d of %d): it takes a heal "
+                       "round (hidet_nccl_bootstrap_heal, or hidet_nccl_comm_init), not a recovery round",
+                       bs->ops.name, bs->job_rank, bs->job_size);
     if (bs->ops.recover == NULL)
         return HN_FAIL(HIDET_NCCL_ERROR_UNSUPPORTED, "bootstrap '%s' cannot recover after a rank died: %s",
                        bs->ops.name, bs->ops.recover_unsupported ? bs->ops.recover_unsupported : "it has no recover");

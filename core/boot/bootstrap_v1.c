@@ -83,4 +83,5 @@ const hidet_nccl_bootstrap_t hidet_nccl__bootstrap_v1_adapter = {
     .finalize = a_finalize,
     .recover = NULL,
     .recover_unsupported = "it is a version 1 plug-in (recovery came with version 3)",
+    .heal_unsupported = "it is a version 1 plug-in (healing came with version 4)",
 };

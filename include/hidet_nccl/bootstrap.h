@@ -8,11 +8,12 @@
  * (hidet_nccl/bootstrap_mpi.h, in libhidet_nccl_mpi.a). Your own can be passed directly (hidet_nccl_bootstrap_create) or
  * named as a shared object (hidet_nccl_bootstrap_load, or HIDET_NCCL_BOOTSTRAP=/path/libmine.so).
  *
- * Versions: this header describes version 3 (hidet_nccl_bootstrap_v3_t, exported as
- * HIDET_NCCL_BOOTSTRAP_SYMBOL_V3): version 2 and a recovery round after a rank died. Versions 2
- * and 1 keep working: a shared object is searched for the v3 symbol, then v2, then v1; a v2
- * plug-in is a v3 one that cannot recover, and a v1 plug-in is adapted (its optional
- * allgather, when absent, is done as one broadcast from each rank in turn).
+ * Versions: this header describes version 4 (hidet_nccl_bootstrap_v4_t, exported as
+ * HIDET_NCCL_BOOTSTRAP_SYMBOL_V4): version 3 (version 2 and a recovery round after a rank died)
+ * and a heal round that lets a restarted rank join the survivors. Versions 3, 2 and 1 keep
+ * working: a shared object is searched for the v4 symbol, then v3, v2, v1; a v3 plug-in is a v4
+ * one that cannot heal, a v2 plug-in one that can neither recover nor heal, and a v1 plug-in is
+ * adapted (its optional allgather, when absent, is done as one broadcast from each rank in turn).
  */
 #ifndef HIDET_NCCL_BOOTSTRAP_H_
 #define HIDET_NCCL_BOOTSTRAP_H_
@@ -27,11 +28,13 @@ extern "C" {
 #endif
 
 /* The newest plug-in API version, the one this header's hidet_nccl_bootstrap_t has. */
-#define HIDET_NCCL_BOOTSTRAP_API_VERSION 3
+#define HIDET_NCCL_BOOTSTRAP_API_VERSION 4
+#define HIDET_NCCL_BOOTSTRAP_API_VERSION_V3 3
 #define HIDET_NCCL_BOOTSTRAP_API_VERSION_V2 2
 #define HIDET_NCCL_BOOTSTRAP_API_VERSION_V1 1
 
-/* The symbols a plug-in shared object exports: const hidet_nccl_bootstrap_v3_t (or _v2_t, _v1_t). */
+/* The symbols a plug-in shared object exports: const hidet_nccl_bootstrap_v4_t (or _v3_t, _v2_t, _v1_t). */
+#define HIDET_NCCL_BOOTSTRAP_SYMBOL_V4 "hidet_nccl_bootstrap_v4"
 #define HIDET_NCCL_BOOTSTRAP_SYMBOL_V3 "hidet_nccl_bootstrap_v3"
 #define HIDET_NCCL_BOOTSTRAP_SYMBOL_V2 "hidet_nccl_bootstrap_v2"
 #define HIDET_NCCL_BOOTSTRAP_SYMBOL_V1 "hidet_nccl_bootstrap_v1"
@@ -138,8 +141,72 @@ typedef struct {
     int (*peer_lost)(void *state, char *msg, size_t msg_bytes);
 } hidet_nccl_bootstrap_v3_t;
 
+/*
+ * Version 4: version 3's members, in the same order, then a heal round: a rank that died and was
+ * started again (hidet-nccl-run --max-restarts, or by hand) joins the ranks that went on, under
+ * its old rank number, and the job is whole again (docs/recovery.md, "Healing"). joining and heal
+ * are both NULL (the bootstrap cannot heal: heal_unsupported says why) or both set.
+ *
+ * Numbering: the job's numbering is the one rank_size gave right after init (job rank, job
+ * size); recovery and heal rounds renumber the bootstrap's ranks to places among the members
+ * that go on (in job order), and heal's arrays are always in the job's numbering.
+ */
+typedef struct {
+    const char *name;
+    int api_version; /* HIDET_NCCL_BOOTSTRAP_API_VERSION (4) */
+    hidet_nccl_status_t (*init)(const void *params, const hidet_nccl_bootstrap_init_args_t *args, void **state,
+                                char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*rank_size)(void *state, int *rank, int *size, char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*local_rank)(void *state, int *local_rank, int *local_size, char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*broadcast)(void *state, void *buf, size_t bytes, int root, uint64_t tag,
+                                     double timeout_s, char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*allgather)(void *state, const void *send, void *recv, size_t bytes, uint64_t tag,
+                                     double timeout_s, char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*finalize)(void *state, char *msg, size_t msg_bytes);
+    hidet_nccl_status_t (*recover)(void *state, uint64_t epoch, double wait_s, double timeout_s, unsigned char *kept,
+                                   char *msg, size_t msg_bytes);
+    const char *recover_unsupported;
+    int (*peer_lost)(void *state, char *msg, size_t msg_bytes);
+    /* Optional (NULL with heal). 1 when init found that the job this rank belongs to formed
+     * already and goes on without it (its rank died, or was left out, and this process was
+     * started again under that rank number): the bootstrap's first and only collective then is
+     * a heal round, as a joiner; until it, rank_size gives the job rank and the job size. 0 for
+     * a rank of a job that is forming. Asked once, right after init. */
+    int (*joining)(void *state);
+    /* Optional (NULL with joining). Collective over the bootstrap's current members (each calls it
+     * after a failure, or to take in a restarted rank) and the joiners waiting at the rendezvous
+     * (each calls it once, right after an init that said joining).
+     *   *epoch:    in, on a member: the round's number (the library counts recovery and heal
+     *              rounds together: 1, 2, ...). In, on a joiner: 0; out: the round's number, the
+     *              one the members passed.
+     *   wait_s:    how long the decider waits, from the round's start, for members that have not
+     *              joined it and are not known dead, and for joiners for job ranks that are not
+     *              members; it decides as soon as every member still alive has joined and every
+     *              job rank that is not a member has a joiner, at the latest after wait_s. On a
+     *              joiner: unused (the members' wait counts).
+     *   timeout_s: the whole call's deadline (on a joiner, from its call: it waits for the next
+     *              heal round until then; HIDET_NCCL_ERROR_TIMEOUT names the job and its rank).
+     *   members, joined: out, one entry per rank of the job's numbering (job size entries):
+     *              members[j] 1 for each job rank that goes on (the members that joined the round,
+     *              and the joiners taken in), joined[j] 1 for the joiners taken in.
+     * Who is taken in: one joiner per job rank that is not a member, authenticated as any rank of
+     * the job is (the job secret where the rendezvous has one). Refused, and logged at the
+     * decider: a joiner for a job rank that is a live member, a second joiner for one rank while
+     * the first waits or was taken in, a joiner that cannot prove the secret. A joiner that comes
+     * after a round was decided waits for the next one.
+     * Every member and joiner taken in gets the same members and joined, and
+     * HIDET_NCCL_SUCCESS; from then on rank_size gives its place among the members (numbered in
+     * job order) and their number, broadcast and allgather go among them (tags restart at
+     * epoch << 32). A member left out (as recover's) gets HIDET_NCCL_ERROR_BOOTSTRAP. A round
+     * with nobody to take in and nobody lost is a success that changes nothing but the epoch. */
+    hidet_nccl_status_t (*heal)(void *state, uint64_t *epoch, double wait_s, double timeout_s, unsigned char *members,
+                                unsigned char *joined, char *msg, size_t msg_bytes);
+    /* Why this bootstrap cannot heal, for the message when heal is NULL (may be NULL). */
+    const char *heal_unsupported;
+} hidet_nccl_bootstrap_v4_t;
+
 /* The newest version, what new plug-ins implement. */
-typedef hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_t;
+typedef hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_t;
 
 /* Version 1, still loaded: init gets no args (no deadline, no hints), allgather optional. */
 typedef struct {
@@ -215,6 +282,25 @@ hidet_nccl_status_t hidet_nccl_bootstrap_recover(hidet_nccl_bootstrap_h bs, doub
  * while it waits on them, then calls hidet_nccl_bootstrap_recover. */
 hidet_nccl_status_t hidet_nccl_bootstrap_news(hidet_nccl_bootstrap_h bs, int *recovering);
 
+/* Without blocking: *joining = 1 when this bootstrap's init found its job formed and going on
+ * without this rank (a restarted rank: see joining in hidet_nccl_bootstrap_v4_t), else 0. Its
+ * first collective must then be hidet_nccl_bootstrap_heal (hidet_nccl_comm_init does it). */
+hidet_nccl_status_t hidet_nccl_bootstrap_joining(hidet_nccl_bootstrap_h bs, int *joining);
+/* A heal round (collective over the members still alive and the joiners waiting; see heal in
+ * hidet_nccl_bootstrap_v4_t): one decider takes in one restarted process per missing job rank,
+ * the same on every member and joiner, and from then on the bootstrap's ranks are theirs,
+ * numbered in job order: a joiner has its old rank back when every other rank is a member.
+ * timeout_s: the whole call, as for recover (0: $HIDET_NCCL_TIMEOUT's); the decider waits at most
+ * half of it for members not in the round and for joiners of missing ranks. members, joined (may
+ * be NULL): one entry per rank of the job (the size the bootstrap had when it was made): 1 for
+ * each rank that goes on, 1 for each rank taken in as a joiner. *n_members, *n_joined (may be
+ * NULL): their numbers. Errors: the bootstrap cannot heal (HIDET_NCCL_ERROR_UNSUPPORTED with its
+ * reason: MPI, PMIx, plug-ins before version 4, the socket rendezvous without hidet-nccl-run);
+ * a round under way on another thread (INVALID_USAGE); this rank left out, refused as a joiner
+ * (BOOTSTRAP, the reason named), the deadline (TIMEOUT): the handle then takes only destroy. */
+hidet_nccl_status_t hidet_nccl_bootstrap_heal(hidet_nccl_bootstrap_h bs, double timeout_s, int *members, int *joined,
+                                              int *n_members, int *n_joined);
+
 /* ---------------------------------------------------------------- size-versioned structs
  *
  * The parameter structs below start with `size`, set by their _INIT macro to the sizeof the
@@ -248,10 +334,11 @@ typedef struct {
     { sizeof(hidet_nccl_file_bootstrap_params_t), NULL, NULL, -1, -1, -1, -1 }
 
 /* The file backend as a plug-in struct (name "file"). */
-extern const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_file_v3;
-#define hidet_nccl_bootstrap_file_v2 hidet_nccl_bootstrap_file_v3 /* its name before version 3 */
+extern const hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_file_v4;
+#define hidet_nccl_bootstrap_file_v3 hidet_nccl_bootstrap_file_v4 /* its name before version 4 */
+#define hidet_nccl_bootstrap_file_v2 hidet_nccl_bootstrap_file_v4 /* its name before version 3 */
 
-/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_file_v3, params, out). */
+/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_file_v4, params, out). */
 hidet_nccl_status_t hidet_nccl_bootstrap_file(const hidet_nccl_file_bootstrap_params_t *params,
                                               hidet_nccl_bootstrap_h *out);
 
@@ -270,10 +357,11 @@ hidet_nccl_status_t hidet_nccl_bootstrap_file(const hidet_nccl_file_bootstrap_pa
  * bootstrap and finalized when the process exits (atexit), not when a bootstrap is
  * destroyed: a process that finalizes PMIx leaves its job's collectives for good.
  */
-extern const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_pmix_v3;
-#define hidet_nccl_bootstrap_pmix_v2 hidet_nccl_bootstrap_pmix_v3 /* its name before version 3 */
+extern const hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_pmix_v4;
+#define hidet_nccl_bootstrap_pmix_v3 hidet_nccl_bootstrap_pmix_v4 /* its name before version 4 */
+#define hidet_nccl_bootstrap_pmix_v2 hidet_nccl_bootstrap_pmix_v4 /* its name before version 3 */
 
-/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_pmix_v3, NULL, out). */
+/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_pmix_v4, NULL, out). */
 hidet_nccl_status_t hidet_nccl_bootstrap_pmix(hidet_nccl_bootstrap_h *out);
 
 /* ---------------------------------------------------------------- the socket backend */
@@ -312,10 +400,11 @@ typedef struct {
     { sizeof(hidet_nccl_socket_bootstrap_params_t), NULL, -1, NULL, -1, -1, -1, -1 }
 
 /* The socket backend as a plug-in struct (name "socket"). */
-extern const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_socket_v3;
-#define hidet_nccl_bootstrap_socket_v2 hidet_nccl_bootstrap_socket_v3 /* its name before version 3 */
+extern const hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_socket_v4;
+#define hidet_nccl_bootstrap_socket_v3 hidet_nccl_bootstrap_socket_v4 /* its name before version 4 */
+#define hidet_nccl_bootstrap_socket_v2 hidet_nccl_bootstrap_socket_v4 /* its name before version 3 */
 
-/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_socket_v3, params, out). */
+/* hidet_nccl_bootstrap_create(&hidet_nccl_bootstrap_socket_v4, params, out). */
 hidet_nccl_status_t hidet_nccl_bootstrap_socket(const hidet_nccl_socket_bootstrap_params_t *params,
                                                 hidet_nccl_bootstrap_h *out);
 
@@ -391,6 +480,41 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
  * deadline) or of the shrink/rebuild leave the old id failed and the bootstrap out of use.
  */
 hidet_nccl_status_t hidet_nccl_comm_recover(int comm_id, double timeout_s, int *new_id, int *n_lost);
+
+/*
+ * Heal: the job is whole again (docs/recovery.md, "Healing"). Collective over the members still
+ * alive of a communicator made over a bootstrap (hidet_nccl_comm_init, hidet_nccl_init, or an
+ * earlier recover or heal) and the ranks restarted under the numbers of ranks that died
+ * (hidet-nccl-run --max-restarts N starts them; their hidet_nccl_init, or hidet_nccl_comm_init over
+ * a bootstrap that says joining, is their side of the call). Call it where you would call
+ * hidet_nccl_comm_recover (the communicator failed), or on a healthy communicator that recovery
+ * left smaller, to take the restarted ranks back in:
+ * 1. the bootstrap's heal round: its one decider drops the members that died, and takes in one
+ *    restarted process per missing job rank (the rules in hidet_nccl_bootstrap_heal), the same on
+ *    every member and joiner;
+ * 2. the new communicator: when nobody was taken in, as hidet_nccl_comm_recover (shrink where
+ *    every member can, else rebuild), or the same id when nobody was lost either and it is
+ *    healthy; when someone was, rebuilt from a fresh id over the bootstrap, every member on its
+ *    old GPU with the old knobs. Which path ran is said at INFO and in the flight recorder
+ *    ("how": "heal").
+ * The ranks of *new_id are numbered in job order, so when every rank of the job is back each has
+ * its job rank: the application's decomposition is unchanged. What the newcomers need to catch up
+ * (their state) is the application's: hidet_nccl_comm_joined says which ranks are new.
+ * *new_id: the whole-again communicator (comm_id itself when nothing changed); the old id stays
+ * failed (destroy it), as after recover. *n_joined (may be NULL): the ranks taken in.
+ * timeout_s: the whole call (0: $HIDET_NCCL_TIMEOUT's); the decider waits at most half of it for
+ * the restarted ranks to ask: give it more than the restart takes (--restart-delay, the process
+ * start). Errors, nothing done: as hidet_nccl_comm_recover's (a borrowed communicator, one made
+ * by init_rank, split or shrink, one healed or recovered already, inside a group, a round on
+ * another thread); UNSUPPORTED when its bootstrap cannot heal (the reason in the message).
+ */
+hidet_nccl_status_t hidet_nccl_comm_heal(int comm_id, double timeout_s, int *new_id, int *n_joined);
+
+/* Which ranks of comm_id are new: for a communicator made by hidet_nccl_comm_heal, or by the
+ * init of a restarted rank (joining), joined[r] = 1 for each rank r taken in by that heal round,
+ * else 0 (every other communicator: all 0). joined (may be NULL): comm_id's size entries;
+ * *n_joined (may be NULL): how many. The same answer on every rank of comm_id. */
+hidet_nccl_status_t hidet_nccl_comm_joined(int comm_id, int *joined, int *n_joined);
 
 /* The zero-argument start: hidet_nccl_bootstrap_from_env, hidet_nccl_comm_init with the
  * defaults, bootstrap released. The same binary works under hidet-nccl-run and under Slurm

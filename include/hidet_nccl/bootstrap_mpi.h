@@ -28,8 +28,9 @@ extern "C" {
 /* The MPI backend as a plug-in struct (name "mpi"); params: a pointer to an MPI_Comm. It cannot
  * recover after a rank died (MPI without ULFM ends the job): hidet_nccl_comm_recover over it
  * fails at once with that reason. */
-extern const hidet_nccl_bootstrap_v3_t hidet_nccl_bootstrap_mpi_v3;
-#define hidet_nccl_bootstrap_mpi_v2 hidet_nccl_bootstrap_mpi_v3 /* its name before version 3 */
+extern const hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_mpi_v4;
+#define hidet_nccl_bootstrap_mpi_v3 hidet_nccl_bootstrap_mpi_v4 /* its name before version 4 */
+#define hidet_nccl_bootstrap_mpi_v2 hidet_nccl_bootstrap_mpi_v4 /* its name before version 3 */
 
 /* A bootstrap over comm's ranks (MPI_COMM_WORLD, or any intracommunicator such as a split
  * of it). Rank and size are comm's; the local rank counts the lower ranks on the same machine
