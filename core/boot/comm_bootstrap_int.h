@@ -12,11 +12,12 @@ hidet_nccl_status_t hidet_nccl__comm_init_knobs(hidet_nccl_bootstrap_h bs, int d
                                                 const hn_knobs_t *knobs, int *comm_id);
 
 /* What communicator comm_id keeps of the bootstrap it was made over: the bootstrap itself (one
- * more holder of it) when it can recover, else its name and why it cannot; and its GPU. */
+ * more holder of it) when it can recover or heal, else its name and why it cannot; and its GPU. */
 typedef struct {
     hidet_nccl_bootstrap_h bs; /* NULL: the bootstrap cannot recover (why says so), or it went on */
     char name[64];
-    char why[320];
+    char why[320];      /* why it cannot recover, when it cannot */
+    char heal_why[320]; /* why it cannot heal, when it cannot */
     int device;
     int recovered_into; /* the id a recovery made of it, or -1 */
     int round_failed;   /* a recovery of it failed on this rank (why says so): the bootstrap is out of use */

@@ -1,5 +1,5 @@
-/* Communicators from a bootstrap: hidet_nccl_comm_init (GPU choice, placement check, id
- * broadcast, init), and the one-call starts built on it (hidet_nccl_init, and
+/* Communicators from a bootstrap: hidet_nccl_comm_init (a restarted rank's heal round first,
+ * then GPU choice, placement check, id broadcast, init), and the one-call starts built on it (hidet_nccl_init, and
  * hidet_nccl__comm_init_over for hidet_nccl_mpi_comm_init). */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "core/boot/bootstrap_int.h"
+#include "core/boot/bootstrap_heal_int.h"
 #include "core/boot/comm_bootstrap_int.h"
+#include "core/boot/comm_joined_int.h"
 #include "core/comm/comm_init_int.h"
 #include "core/nccl/cuda_int.h"
 #include "core/comm/device_select_int.h"
@@ -134,6 +136,9 @@ static hidet_nccl_status_t many_roots(const hn_nccl_t *n, hidet_nccl_bootstrap_h
     return st;
 }
 
+static hidet_nccl_status_t init_over(hidet_nccl_bootstrap_h bs, int device_choice, double timeout,
+                                     const hn_knobs_t *knobs, int *comm_id);
+
 hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_nccl_init_options_t *options,
                                          int *comm_id) {
     HN_ENTER();
@@ -155,6 +160,27 @@ hidet_nccl_status_t hidet_nccl_comm_init(hidet_nccl_bootstrap_h bs, const hidet_
 hidet_nccl_status_t hidet_nccl__comm_init_knobs(hidet_nccl_bootstrap_h bs, int device_choice, double timeout,
                                                 const hn_knobs_t *knobs, int *comm_id) {
     double start = hidet_nccl__now();
+    unsigned char *members = NULL, *joined = NULL;
+    int n_members = 0, n_joined = 0;
+    if (bs->joining) /* a restarted rank: the members' heal round takes it in, then both sides go on alike */
+        HN_CHECK(hidet_nccl__bootstrap_heal(bs, timeout, &members, &joined, &n_members, &n_joined));
+    double healed = hidet_nccl__now();
+    hidet_nccl_status_t st = init_over(bs, device_choice, timeout - (healed - start), knobs, comm_id);
+    if (st == HIDET_NCCL_SUCCESS && joined != NULL) {
+        hidet_nccl__comm_joined_set(*comm_id, bs, joined);
+        HN_INFO("comm_init through bootstrap '%s': a restarted rank joined the job (heal round %.2f ms, %d of %d "
+                "ranks, %d taken in) and is rank %d of communicator id %d",
+                bs->ops.name, (healed - start) * 1e3, n_members, bs->job_size, n_joined, bs->job_rank, *comm_id);
+    }
+    free(members), free(joined);
+    return st;
+}
+
+/* comm_init over a bootstrap that is not joining. */
+static hidet_nccl_status_t init_over(hidet_nccl_bootstrap_h bs, int device_choice, double timeout,
+                                     const hn_knobs_t *knobs, int *comm_id) {
+    double start = hidet_nccl__now();
+    if (timeout < 1) timeout = 1;
     int rank, size, local_rank = -1, local_size = -1;
     HN_CHECK(hidet_nccl__bootstrap_rank(bs, &rank, &size));
     HN_CHECK(hidet_nccl__bootstrap_local_rank(bs, &local_rank, &local_size));

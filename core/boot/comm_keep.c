@@ -1,4 +1,4 @@
-/* The bootstrap each communicator made over one keeps for hidet_nccl_comm_recover: a table by
+/* The bootstrap each communicator made over one keeps for hidet_nccl_comm_recover and _heal: a table by
  * id (ids are not reused before finalize), emptied through the dropper the communicator layer
  * runs when an id goes. */
 #include <pthread.h>
@@ -94,12 +94,15 @@ void hidet_nccl__comm_keep_bootstrap(int comm_id, hidet_nccl_bootstrap_h bs, int
     if (bs->ops.recover == NULL)
         snprintf(b.why, sizeof b.why, "%s",
                  bs->ops.recover_unsupported ? bs->ops.recover_unsupported : "it has no recover");
+    if (bs->ops.heal == NULL)
+        snprintf(b.heal_why, sizeof b.heal_why, "%s",
+                 bs->ops.heal_unsupported ? bs->ops.heal_unsupported : "it has no heal");
     b.device = device;
     b.recovered_into = -1;
     pthread_mutex_lock(&g_lock);
     int ok = comm_id >= 0 && room_locked(comm_id);
     if (ok) {
-        if (bs->ops.recover != NULL) {
+        if (bs->ops.recover != NULL || bs->ops.heal != NULL) {
             hidet_nccl__bootstrap_keep(bs);
             b.bs = bs;
         }

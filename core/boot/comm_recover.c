@@ -13,65 +13,11 @@
 #include "core/boot/bootstrap_int.h"
 #include "core/boot/bootstrap_recover_int.h"
 #include "core/boot/comm_bootstrap_int.h"
+#include "core/boot/comm_round_int.h"
 #include "core/comm/group_int.h"
 #include "core/comm/registry_int.h"
 #include "core/nccl/nccl_loader_int.h"
 #include "core/nccl/nccl_version_int.h"
-
-#define SHRINK_VERSION 22700
-
-/* The record of comm_id taken for this recovery, with a clear error when there is none to take. */
-static hidet_nccl_status_t take_record(int comm_id, const hn_slot_t *slot, int dead, hn_comm_boot_t *b) {
-    int rc = hidet_nccl__comm_boot_take(comm_id, b);
-    if (rc == -3)
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
-                       "communicator id %d was recovered already, into id %d (recover that one if it fails too)",
-                       comm_id, b->recovered_into);
-    if (rc == -2)
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
-                       "a recovery of communicator id %d is under way on another thread: one at a time", comm_id);
-    if (rc == 0) return HIDET_NCCL_SUCCESS;
-    if (dead) { /* destroyed by the caller, or never made over a bootstrap: the registry says which */
-        hn_slot_t unused;
-        return hidet_nccl__registry_get(comm_id, 1, &unused);
-    }
-    if (!slot->owned)
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
-                       "communicator id %d is borrowed: the library does not know how its ranks met. Recover the "
-                       "bootstrap you made it with (hidet_nccl_bootstrap_recover) and make a new one",
-                       comm_id);
-    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
-                   "communicator id %d was not made over a bootstrap (init_rank, init_all, split, shrink or an AUTO "
-                   "sibling): recover the communicator it came from, then split or shrink again",
-                   comm_id);
-}
-
-/* Whether NCCL reports an error on a live communicator; *err gets it. */
-static int nccl_error(const hn_nccl_t *n, ncclComm_t comm, ncclResult_t *err) {
-    ncclResult_t async = ncclSuccess;
-    ncclResult_t r = n->CommGetAsyncError(comm, &async);
-    *err = r != ncclSuccess ? r : async;
-    return *err != ncclSuccess && *err != ncclInProgress;
-}
-
-/* The lost ranks of the old numbering, for ncclCommShrink. */
-static int *lost_ranks(const unsigned char *kept, int size, int lost) {
-    int *ex = malloc((size_t)(lost > 0 ? lost : 1) * sizeof *ex);
-    for (int r = 0, i = 0; ex != NULL && r < size; r++)
-        if (!kept[r]) ex[i++] = r;
-    return ex;
-}
-
-/* Every survivor's word on whether its side can shrink, over the renumbered bootstrap. */
-static hidet_nccl_status_t agree_shrink(hidet_nccl_bootstrap_h bs, int mine, int n_kept, double timeout, int *all) {
-    unsigned char me = (unsigned char)mine, *each = malloc((size_t)n_kept);
-    if (each == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", n_kept);
-    hidet_nccl_status_t st = hidet_nccl__bootstrap_allgather(bs, &me, each, 1, timeout);
-    *all = st == HIDET_NCCL_SUCCESS;
-    for (int r = 0; st == HIDET_NCCL_SUCCESS && r < n_kept; r++) *all &= each[r] == 1;
-    free(each);
-    return st;
-}
 
 hidet_nccl_status_t hidet_nccl_comm_recover(int comm_id, double timeout_s, int *new_id, int *n_lost) {
     HN_ENTER();
@@ -87,14 +33,14 @@ hidet_nccl_status_t hidet_nccl_comm_recover(int comm_id, double timeout_s, int *
     hn_slot_t slot = {0};
     int dead = hidet_nccl__registry_get(comm_id, 1, &slot) != HIDET_NCCL_SUCCESS;
     hn_comm_boot_t b;
-    HN_CHECK(take_record(comm_id, &slot, dead, &b));
+    HN_CHECK(hidet_nccl__comm_round_take(comm_id, &slot, dead, &b));
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
     ncclResult_t err = ncclSuccess;
-    int nccl_says = !dead && n != NULL && nccl_error(n, slot.comm, &err);
+    int nccl_says = !dead && n != NULL && hidet_nccl__comm_nccl_error(n, slot.comm, &err);
     hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
     if (b.bs == NULL && b.round_failed)
         st = HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP, "communicator id %d cannot be recovered: %s", comm_id, b.why);
-    else if (b.bs == NULL)
+    else if (b.bs == NULL || b.bs->ops.recover == NULL)
         st = HN_FAIL(HIDET_NCCL_ERROR_UNSUPPORTED,
                      "communicator id %d was made over bootstrap '%s', which cannot recover after a rank died: %s",
                      comm_id, b.name, b.why);
@@ -125,15 +71,16 @@ hidet_nccl_status_t hidet_nccl_comm_recover(int comm_id, double timeout_s, int *
     double t_round = hidet_nccl__now();
     /* Shrink only where NCCL can on every survivor: its own ranks are the bootstrap's, it has no
      * error of its own (a transport that saw the peer die makes ncclCommShrink refuse). */
-    int mine = !dead && !rebuild_only && n->CommShrink != NULL && n->version >= SHRINK_VERSION && !nccl_says &&
+    int mine = !dead && !rebuild_only && n->CommShrink != NULL && n->version >= HN_SHRINK_VERSION && !nccl_says &&
                slot.rank == old_rank && slot.nranks == old_size;
-    int all = 0;
+    unsigned all = 0;
     double left = timeout - (t_round - t0);
-    st = agree_shrink(b.bs, mine, n_kept, left > 1 ? left : 1, &all);
+    st = hidet_nccl__comm_agree(b.bs, (unsigned)mine, n_kept, left > 1 ? left : 1, &all);
+    all &= 1u;
     double t_agreed = hidet_nccl__now();
     const char *path = st != HIDET_NCCL_SUCCESS ? "agreement" : all ? "shrink" : "rebuild";
     if (st == HIDET_NCCL_SUCCESS && all) {
-        int *ex = lost_ranks(kept, old_size, old_size - n_kept);
+        int *ex = hidet_nccl__comm_lost_ranks(kept, old_size, old_size - n_kept);
         st = ex == NULL ? HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", old_size - n_kept)
                         : hidet_nccl_comm_shrink(comm_id, old_size - n_kept, ex, HIDET_NCCL_SHRINK_ABORT, new_id);
         free(ex);

@@ -436,6 +436,9 @@ typedef struct {
 
 /*
  * Collective over the bootstrap's ranks: a new owned communicator with a fresh id.
+ * 0. A bootstrap that says joining (a restarted rank: hidet_nccl_bootstrap_joining) first waits
+ *    for the members' heal round (hidet_nccl_comm_heal on their side) and is taken in, then goes
+ *    on as they do; hidet_nccl_comm_joined then says which ranks are new.
  * 1. Picks the GPU before any other CUDA call: options->device if >= 0; else the local rank
  *    from the launchers' variables in the library's order ($HIDET_NCCL_LOCAL_RANK,
  *    $LOCAL_RANK, $OMPI_COMM_WORLD_LOCAL_RANK, $MV2_COMM_WORLD_LOCAL_RANK, $MPI_LOCALRANKID,

@@ -91,12 +91,10 @@ static void test_bad_plugins_refused(void) {
     CU_ASSERT_PTR_NULL(bs);
     b = k_good;
     b.rank_size = bad_rs;
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create_v1(&b, NULL, &bs), HIDET_NCCL_SUCCESS, NULL);
-    int rank, size;
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_rank(bs, &rank, &size), HIDET_NCCL_ERROR_BOOTSTRAP, "rank 3 of size 2");
-    int id;
-    HN_ASSERT_STATUS(hidet_nccl_comm_init(bs, NULL, &id), HIDET_NCCL_ERROR_BOOTSTRAP, "rank 3 of size 2");
-    hidet_nccl_bootstrap_destroy(bs);
+    /* The job's numbering is read right after init (version 4: heal rounds are in it), so a rank
+     * out of its size is refused by create, with the plug-in finalized. */
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_create_v1(&b, NULL, &bs), HIDET_NCCL_ERROR_BOOTSTRAP, "rank 3 of size 2");
+    CU_ASSERT_PTR_NULL(bs);
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_create_v1(NULL, NULL, &bs), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "ops");
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_create_v1(&k_good, NULL, NULL), HIDET_NCCL_ERROR_INVALID_ARGUMENT, "out");
 }
@@ -151,7 +149,8 @@ static void test_plugin_from_shared_object(void) {
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_load("/no/such/libplugin.so", NULL, &bs), HIDET_NCCL_ERROR_BOOTSTRAP,
                      "/no/such/libplugin.so could not be loaded");
     HN_ASSERT_STATUS(hidet_nccl_bootstrap_load(g_no_symbol_so, NULL, &bs), HIDET_NCCL_ERROR_BOOTSTRAP,
-                     "exports none of hidet_nccl_bootstrap_v3, hidet_nccl_bootstrap_v2 and hidet_nccl_bootstrap_v1");
+                     "exports none of hidet_nccl_bootstrap_v4, hidet_nccl_bootstrap_v3, hidet_nccl_bootstrap_v2 and "
+                     "hidet_nccl_bootstrap_v1");
 }
 
 static void test_plugin_from_environment(void) {
