@@ -237,6 +237,23 @@ module hidet_nccl
       integer(c_int), intent(out) :: new_id
       integer(c_int), intent(out) :: n_lost
     end function
+    ! heal: the job whole again (restarted ranks taken back in); new_id is comm_id itself when
+    ! nothing changed, else destroy comm_id
+    integer(c_int) function hidet_nccl_comm_heal(comm_id, timeout_s, new_id, n_joined) &
+        bind(c, name="hidet_nccl_comm_heal")
+      import
+      integer(c_int), value, intent(in) :: comm_id
+      real(c_double), value, intent(in) :: timeout_s
+      integer(c_int), intent(out) :: new_id
+      integer(c_int), intent(out) :: n_joined
+    end function
+    ! joined(r + 1) = 1 for each rank r that the heal which made comm_id took in (size entries)
+    integer(c_int) function hidet_nccl_comm_joined(comm_id, joined, n_joined) bind(c, name="hidet_nccl_comm_joined")
+      import
+      integer(c_int), value, intent(in) :: comm_id
+      integer(c_int), dimension(*), intent(out) :: joined
+      integer(c_int), intent(out) :: n_joined
+    end function
     integer(c_int) function hidet_nccl_comm_revoke(comm_id) bind(c, name="hidet_nccl_comm_revoke")
       import
       integer(c_int), value, intent(in) :: comm_id
@@ -488,6 +505,22 @@ module hidet_nccl
       import
       type(c_ptr), value, intent(in) :: bs
       integer(c_int), intent(out) :: recovering
+    end function
+    integer(c_int) function hidet_nccl_bootstrap_joining(bs, joining) bind(c, name="hidet_nccl_bootstrap_joining")
+      import
+      type(c_ptr), value, intent(in) :: bs
+      integer(c_int), intent(out) :: joining
+    end function
+    ! members, joined: one entry per rank of the job (the bootstrap's size when it was made)
+    integer(c_int) function hidet_nccl_bootstrap_heal(bs, timeout_s, members, joined, n_members, n_joined) &
+        bind(c, name="hidet_nccl_bootstrap_heal")
+      import
+      type(c_ptr), value, intent(in) :: bs
+      real(c_double), value, intent(in) :: timeout_s
+      integer(c_int), dimension(*), intent(out) :: members
+      integer(c_int), dimension(*), intent(out) :: joined
+      integer(c_int), intent(out) :: n_members
+      integer(c_int), intent(out) :: n_joined
     end function
     integer(c_int) function hidet_nccl_bootstrap_load(path, params, bs) bind(c, name="hidet_nccl_bootstrap_load")
       import

@@ -292,6 +292,97 @@ class Binding(FakeNcclCase):
         self.assertIn("must exist", str(e.exception))
 
 
+class HealStub:
+    """Stands in for the C library's comm_heal, comm_joined and comm_size (hidet_nccl._c and the
+    functions call() reaches): records each call, writes the answer given into the out-arguments
+    as C would, returns success."""
+
+    def __init__(self, new_id, n_joined, joined):
+        self.new_id, self.n_joined, self.joined, self.calls = new_id, n_joined, joined, []
+
+    def hidet_nccl_comm_heal(self, comm_id, timeout_s, new_id, n_joined):
+        self.calls.append(("heal", comm_id, timeout_s))
+        new_id._obj.value, n_joined._obj.value = self.new_id, self.n_joined
+        return 0
+
+    def hidet_nccl_comm_size(self, comm_id, size):
+        size._obj.value = len(self.joined)
+        return 0
+
+    def hidet_nccl_comm_joined(self, comm_id, joined, n_joined):
+        self.calls.append(("joined", comm_id, len(joined)))
+        for r, flag in enumerate(self.joined):
+            joined[r] = flag
+        n_joined._obj.value = sum(self.joined)
+        return 0
+
+
+class Heal(FakeNcclCase):
+    """Communicator.heal and .joined (issue 39), as recover is exposed: the C library's refusals
+    reach Python as HidetNcclError with its status and message, the timeout is checked in Python,
+    heal returns (a new Communicator, ranks taken in), or this same object when the communicator
+    went on unchanged (so that destroying "the old one" never destroys the new), and joined()
+    lists the new ranks. A heal that takes ranks in needs a bootstrap and restarted processes:
+    examples/python/cg_heal.py on the GPU (tools/gpu/heal_example.sh)."""
+
+    @contextlib.contextmanager
+    def c_answers(self, new_id, n_joined, joined):
+        stub = HealStub(new_id, n_joined, joined)
+        with mock.patch.object(hn, "_c", stub), mock.patch.object(hn._lib, "functions", stub):
+            yield stub
+
+    def test_borrowed_refused_as_recover_is(self):
+        """The adopted communicator was not made over a bootstrap: heal is refused by the C library
+        (INVALID_USAGE, the same refusal as recover's), nothing reaches NCCL, and it goes on."""
+        for method in (COMM.heal, COMM.recover):
+            with self.subTest(method.__name__):
+                with self.assertRaises(hn.HidetNcclError) as e:
+                    method(5.0)
+                self.assertEqual((e.exception.status, e.exception.status_name), (10, "invalid usage"))
+                self.assertIn("communicator id %d is borrowed" % COMM.id, str(e.exception))
+                self.assertEqual(calls(), [])
+        COMM.all_reduce(CudaArray(0x1000, (4,), "<f4"))
+        self.only("ncclAllReduce")
+
+    def test_unknown_id_and_bad_timeouts(self):
+        with self.assertRaises(hn.HidetNcclError) as e:
+            hn.Communicator(12345).heal()
+        self.assertEqual(e.exception.status, 2)
+        self.assertIn("12345", str(e.exception))
+        for timeout in (float("nan"), -1.0, float("inf")):
+            with self.subTest(timeout=timeout), self.assertRaises(hn.HidetNcclError) as e:
+                COMM.heal(timeout)
+            self.assertEqual(e.exception.status, 1)
+            self.assertIn("timeout_s", str(e.exception))
+        for timeout in ("5", True, None, b"5"):
+            with self.subTest(timeout=timeout), self.assertRaises(TypeError) as e:
+                COMM.heal(timeout)
+            self.assertIn("timeout_s", str(e.exception))
+        self.assertEqual(calls(), [])
+
+    def test_joined_of_a_communicator_no_heal_made(self):
+        self.assertEqual(COMM.joined(), [])
+        with self.assertRaises(hn.HidetNcclError) as e:
+            hn.Communicator(12345).joined()
+        self.assertEqual(e.exception.status, 2)
+
+    def test_what_heal_returns(self):
+        old = hn.Communicator(7)
+        with self.c_answers(new_id=9, n_joined=2, joined=[0, 1, 0, 1]) as c:
+            new, n_joined = old.heal(30)
+            self.assertEqual((type(new), new.id, n_joined), (hn.Communicator, 9, 2))
+            self.assertEqual(new.joined(), [1, 3])
+        self.assertEqual(c.calls, [("heal", 7, 30.0), ("joined", 9, 4)])
+        self.assertIsInstance(c.calls[0][2], float)
+        with self.c_answers(new_id=7, n_joined=0, joined=[0, 0, 0]) as c:  # nothing changed: the same id
+            same, n_joined = old.heal()
+            self.assertIs(same, old)
+            self.assertEqual((n_joined, same.joined()), (0, []))
+        self.assertEqual(c.calls, [("heal", 7, 0.0), ("joined", 7, 3)])
+        with self.c_answers(new_id=4, n_joined=1, joined=[1]) as c:  # one rank, itself new
+            self.assertEqual(hn.Communicator(4).joined(), [0])
+
+
 class TorchPath(FakeNcclCase):
     """A torch tensor's path (a stand-in for torch: no torch here; tests/python/torch_gpu_test.py
     runs real torch on a GPU): what reaches NCCL, the stream asked of torch, the checks."""

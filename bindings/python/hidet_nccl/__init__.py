@@ -217,6 +217,28 @@ class Communicator:
              ctypes.byref(lost))
         return Communicator(new_id.value), lost.value
 
+    def heal(self, timeout_s=0.0):
+        """The job whole again: where recover() would be called (this communicator failed), or on
+        a healthy one that recovery left smaller, the members still alive and the ranks that
+        hidet-nccl-run --max-restarts started again (their init() is their side) go on as one
+        communicator, ranked in job order. Returns (new Communicator, ranks taken in); the new
+        ranks are joined() of it, and their state is the program's to send them. This one stays
+        failed: destroy it, unless nothing changed (nobody lost, nobody taken in, healthy): then
+        this same object is returned. docs/recovery.md, "Healing"."""
+        new_id, joined = ctypes.c_int(-1), ctypes.c_int(-1)
+        call("hidet_nccl_comm_heal", self.id, _check.real("timeout_s", timeout_s), ctypes.byref(new_id),
+             ctypes.byref(joined))
+        return (self if new_id.value == self.id else Communicator(new_id.value)), joined.value
+
+    def joined(self):
+        """The ranks of this communicator that are new: taken in by the heal() that made it, or by
+        the init() of a restarted rank (the same list on every rank; [] for any other
+        communicator)."""
+        size = self.size
+        flags, count = (ctypes.c_int * max(size, 1))(), ctypes.c_int(-1)
+        call("hidet_nccl_comm_joined", self.id, flags, ctypes.byref(count))
+        return [r for r in range(size) if flags[r]]
+
     def destroy(self):
         call("hidet_nccl_comm_destroy", self.id)
 
