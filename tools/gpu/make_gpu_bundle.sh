@@ -8,6 +8,7 @@
 #   DIR/fake_nodes.sh                   on a 1-GPU host: the checks that need two ranks, as two fake nodes
 #   DIR/buffer_targets.sh               library memory against raw NCCL's three modes, checked (issue 17)
 #   DIR/recover.sh DIR/bin file|socket  survivors of dead ranks go on (hidet_nccl_comm_recover), fake nodes
+#   DIR/heal.sh DIR/bin file|socket     a killed rank restarted and taken back in (hidet_nccl_comm_heal), fake nodes
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=${1:-gpu_bundle}
@@ -22,6 +23,7 @@ targets=(
     //tests:peer_death_gpu_test_mpi
     //tests:peer_death_gpu_test_file
     //tests:recover_gpu_test
+    //tests:heal_gpu_test
     //tests:own_gpu_test
     //examples:hello_all_reduce
     //examples:mpi_all_reduce
@@ -71,6 +73,7 @@ rm -rf "$fdir"
 cp tools/gpu/bundle_run.sh "$dest/run.sh"
 cp tests/gpu/peer_death.sh "$dest/peer_death.sh"
 cp tests/gpu/recover.sh "$dest/recover.sh"
+cp tests/gpu/heal.sh "$dest/heal.sh"
 cp tests/gpu/own_fake_nodes.sh "$dest/own_fake_nodes.sh"
 cp tests/gpu/mem_table.sh "$dest/mem_table.sh"
 cp tools/gpu/two_nodes.sh "$dest/two_nodes.sh"
