@@ -62,14 +62,18 @@ static void drop(hn_sk_admit_t *r, pending_t *p, const char *why) {
     p->fd = -1;
 }
 
-/* Tells a peer that spoke this protocol why it is not taken, then drops it. */
-static void refuse(hn_sk_admit_t *r, pending_t *p, const char *told, const char *logged) {
+void hidet_nccl__sk_send_refuse(int fd, const char *told) {
     uint8_t m[HN_SK_HEADER + HN_SK_MAX_REFUSE + 4], zero[HN_SK_NONCE] = {0};
     char why[128];
     /* Neither the job's key nor its size: a refused peer learns nothing it could join with. */
     size_t len = hidet_nccl__sk_encode(m, sizeof m, HN_SK_KIND_REFUSE, "-", 1, 0, 0, zero, told, (uint32_t)strlen(told));
     double soon = hidet_nccl__now() + 0.1; /* a few bytes into an empty socket: at once, or never */
-    if (len) hidet_nccl__sk_send(p->fd, m, len, soon < r->deadline ? soon : r->deadline, why, sizeof why);
+    if (len) hidet_nccl__sk_send(fd, m, len, soon, why, sizeof why);
+}
+
+/* Tells a peer that spoke this protocol why it is not taken, then drops it. */
+static void refuse(hn_sk_admit_t *r, pending_t *p, const char *told, const char *logged) {
+    hidet_nccl__sk_send_refuse(p->fd, told);
     drop(r, p, logged);
 }
 
@@ -90,7 +94,7 @@ static int evict_oldest(hn_sk_admit_t *r) {
 
 /* A rank that proved itself (or any hello of the job, without a secret) goes to the taker. */
 static hidet_nccl_status_t admit(hn_sk_admit_t *r, pending_t *p) {
-    hn_sk_admitted_t a = {.fd = p->fd, .rank = p->rank};
+    hn_sk_admitted_t a = {.fd = p->fd, .rank = p->rank, .flags = p->flags};
     memcpy(a.theirs, p->theirs, HN_SK_NONCE);
     memcpy(a.ours, p->ours, HN_SK_NONCE);
     snprintf(a.peer, sizeof a.peer, "%s", p->peer);
@@ -123,6 +127,7 @@ static hidet_nccl_status_t on_hello(hn_sk_admit_t *r, pending_t *p, const hidet_
         return HIDET_NCCL_SUCCESS;
     }
     p->rank = m->rank;
+    p->flags = m->flags;
     memcpy(p->theirs, m->nonce, HN_SK_NONCE);
     if (!has) return admit(r, p);
     uint8_t c[HN_SK_HEADER + 4];

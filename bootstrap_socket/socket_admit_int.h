@@ -18,7 +18,8 @@
 /* A connection that said a hello of the job (and, with a secret, proved it). */
 typedef struct {
     int fd;
-    uint32_t rank; /* its rank in the job: 0 .. nranks-1 (a served rendezvous), 1 .. nranks-1 (rank 0's) */
+    uint32_t rank;  /* its rank in the job: 0 .. nranks-1 (a served rendezvous), 1 .. nranks-1 (rank 0's) */
+    uint32_t flags; /* its hello's (HN_SK_HELLO_FRESH: its process's first socket bootstrap) */
     uint8_t theirs[HN_SK_NONCE], ours[HN_SK_NONCE]; /* its nonce; the hub's challenge (zeros without a secret) */
     char peer[HN_SK_PEER_BYTES];                    /* "addr:port" */
 } hn_sk_admitted_t;
@@ -49,6 +50,10 @@ void hidet_nccl__sk_admit_poll(const hn_sk_admit_t *a, struct pollfd *fds, doubl
  * past its step. deadline: no send waits past it. */
 hidet_nccl_status_t hidet_nccl__sk_admit_events(hn_sk_admit_t *a, const struct pollfd *fds, double deadline,
                                                 char *msg, size_t n);
+/* Tells a peer that spoke this protocol why it is not taken (a refuse message: neither the job's key
+ * nor its size), at once or not at all (a few bytes into a socket: 0.1 s at most). */
+void hidet_nccl__sk_send_refuse(int fd, const char *told);
+
 /* The connections dropped so far, and the last reason ("" when none). */
 long hidet_nccl__sk_admit_dropped(const hn_sk_admit_t *a, const char **last);
 

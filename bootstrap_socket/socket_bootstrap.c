@@ -8,7 +8,9 @@
  *      its welcome; the hub admits the ranks fairly, dropping and logging strangers
  *      (bootstrap_socket/socket_admit.c, socket_handshake.c);
  *   2. broadcasts and allgathers go through the hub (bootstrap_socket/socket_rounds.c);
- *   3. after a rank died, a recovery round: the hub decides who goes on (socket_recover.c).
+ *   3. after a rank died, a recovery round: the hub decides who goes on (socket_recover.c);
+ *   4. a rank that died and was started again joins the others (a served rendezvous only): its
+ *      init finds the job formed (joining), and a heal round takes it back in (socket_heal.c).
  * Every message is checked (kind, key, world, sender, round, session); every wait has the
  * deadline. */
 #include <errno.h>
@@ -23,6 +25,7 @@
 
 #include "bootstrap_socket/socket_format_int.h"
 #include "bootstrap_socket/socket_handshake_int.h"
+#include "bootstrap_socket/socket_heal_int.h"
 #include "bootstrap_socket/socket_io_int.h"
 #include "bootstrap_socket/socket_news_int.h"
 #include "bootstrap_socket/socket_recover_int.h"
@@ -109,6 +112,10 @@ static void drain_close(int fd) {
 
 static void close_all(hn_sk_state_t *s) {
     explicit_bzero(s->secret, sizeof s->secret);
+    if (s->served && !s->joining && s->fds && s->fds[0] >= 0) { /* it leaves well: not a rank to take back */
+        char why[128];
+        hidet_nccl__sk_send_kind(s, s->fds[0], HN_SK_KIND_BYE, 0, NULL, 0, hidet_nccl__now() + 0.1, why, sizeof why);
+    }
     for (int r = 0; s->fds && r < s->nranks; r++)
         if (s->fds[r] >= 0) drain_close(s->fds[r]);
     for (int i = 0; i < s->n_left; i++) drain_close(s->left[i]);
@@ -156,6 +163,7 @@ static hidet_nccl_status_t socket_init(const void *params_v, const hidet_nccl_bo
                              s->rank, s->nranks, HN_SK_MAX_WORLD);
     if (st == HIDET_NCCL_SUCCESS) st = tables(s, msg, n);
     s->job_rank = s->rank;
+    s->job_nranks = s->nranks;
     if (st == HIDET_NCCL_SUCCESS && s->nranks > 1) st = job_secret(s, msg, n);
     if (st != HIDET_NCCL_SUCCESS) {
         close_all(s);
@@ -217,6 +225,13 @@ static hidet_nccl_status_t socket_recover(void *state, uint64_t epoch, double wa
     return hidet_nccl__sk_recover(state, epoch, wait_s, timeout_s, kept, msg, n);
 }
 
+static int socket_joining(void *state) { return ((const hn_sk_state_t *)state)->joining; }
+
+static hidet_nccl_status_t socket_heal(void *state, uint64_t *epoch, double wait_s, double timeout_s,
+                                       unsigned char *members, unsigned char *joined, char *msg, size_t n) {
+    return hidet_nccl__sk_heal(state, epoch, wait_s, timeout_s, members, joined, msg, n);
+}
+
 const hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_socket_v4 = {
     .name = "socket",
     .api_version = HIDET_NCCL_BOOTSTRAP_API_VERSION,
@@ -229,4 +244,7 @@ const hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_socket_v4 = {
     .recover = socket_recover,
     .recover_unsupported = NULL,
     .peer_lost = hidet_nccl__sk_peer_lost,
+    .joining = socket_joining,
+    .heal = socket_heal,
+    .heal_unsupported = NULL,
 };

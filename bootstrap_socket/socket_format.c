@@ -51,11 +51,12 @@ int hidet_nccl__sk_parse(const uint8_t *buf, size_t len, hidet_nccl__sk_msg_t *m
         case HN_SK_KIND_HELLO:
             if (b != 4) return WHY("a hello with a body of %u bytes (expected 4)", b);
             msg->flags = hidet_nccl__get32(body);
-            if (msg->flags & ~HN_SK_HELLO_SECRET) return WHY("a hello with unknown flags %#x", msg->flags);
+            if (msg->flags & ~(HN_SK_HELLO_SECRET | HN_SK_HELLO_FRESH)) return WHY("a hello with unknown flags %#x", msg->flags);
             break;
         case HN_SK_KIND_WELCOME:
             if (b != HN_SK_NONCE && b != HN_SK_NONCE + HN_SK_MAC)
                 return WHY("a welcome with a body of %u bytes (expected %d or %d)", b, HN_SK_NONCE, HN_SK_NONCE + HN_SK_MAC);
+            if (msg->tag > HN_SK_WELCOME_JOINER) return WHY("a welcome of kind %llu (0 a rank, 1 a joiner)", (unsigned long long)msg->tag);
             break;
         case HN_SK_KIND_CHALLENGE:
             if (b != 0) return WHY("a challenge with a body of %u bytes", b);
@@ -72,9 +73,28 @@ int hidet_nccl__sk_parse(const uint8_t *buf, size_t len, hidet_nccl__sk_msg_t *m
             break;
         }
         case HN_SK_KIND_JOIN:
-            if (b != 4) return WHY("a join with a body of %u bytes (expected 4)", b);
-            if (msg->tag == 0) return WHY("a join of recovery round 0 (rounds count from 1)");
+        case HN_SK_KIND_HEAL: {
+            const char *what = msg->kind == HN_SK_KIND_JOIN ? "a join of recovery" : "a heal of heal";
+            if (b != 4) return WHY("%s round with a body of %u bytes (expected 4)", what, b);
+            if (msg->tag == 0) return WHY("%s round 0 (rounds count from 1)", what);
             msg->wait_ms = hidet_nccl__get32(body);
+            break;
+        }
+        case HN_SK_KIND_HEALED: {
+            uint32_t set = (msg->world_size + 7) / 8;
+            if (msg->tag == 0) return WHY("a heal decision of round 0 (rounds count from 1)");
+            if (b != 2 * set)
+                return WHY("a heal decision with a body of %u bytes for %u job ranks (expected %u)", b, msg->world_size,
+                           2 * set);
+            if (msg->world_size % 8 && ((body[set - 1] | body[b - 1]) >> (msg->world_size % 8)) != 0)
+                return WHY("a heal decision with ranks past its %u", msg->world_size);
+            if (hidet_nccl__sk_count_kept(body, msg->world_size) == 0) return WHY("a heal decision that keeps no rank");
+            for (uint32_t i = 0; i < set; i++)
+                if (body[set + i] & ~body[i]) return WHY("a heal decision that takes in a rank it does not keep");
+            break;
+        }
+        case HN_SK_KIND_BYE:
+            if (b != 0) return WHY("a bye with a body of %u bytes", b);
             break;
         case HN_SK_KIND_DECIDE:
             if (msg->tag == 0) return WHY("a decision of recovery round 0 (rounds count from 1)");

@@ -2,17 +2,21 @@
  * network are untrusted: every message is versioned, length-checked, checksummed and carries
  * the job key. Little-endian:
  *
- *   0  magic "HNCCLSK\0"   8  u16 version (3)   10 u16 kind (below)
+ *   0  magic "HNCCLSK\0"   8  u16 version (4)   10 u16 kind (below)
  *   12 u32 world size      16 u32 sender rank   20 u32 body bytes    24 u64 tag
  *   32 char key[64], NUL-padded                 96 u8 nonce[16]
  *   112 body               112+body: u32 crc32 (zlib) of bytes 0 .. 112+body
  *
  *   1 hello     (a rank to rank 0): nonce = the rank's fresh random nonce; body = u32 flags
- *               (HN_SK_HELLO_SECRET: the rank holds a job secret)
+ *               (HN_SK_HELLO_SECRET: the rank holds a job secret; HN_SK_HELLO_FRESH: the first
+ *               socket bootstrap of its process, as a restarted rank's is)
  *   4 challenge (rank 0 to a rank, with a secret): nonce = rank 0's fresh nonce for it; no body
  *   5 proof     (the rank to rank 0): body = its MAC of both nonces under the secret
  *   2 welcome   (rank 0 to a rank): nonce = the job's session nonce; body = the rank's nonce back,
- *               then (with a secret) rank 0's MAC of the nonces and the session
+ *               then (with a secret) rank 0's MAC of the nonces and the session; tag = 0 (a rank of
+ *               a bootstrap being made) or HN_SK_WELCOME_JOINER (1, a served rendezvous only: the
+ *               bootstrap formed and goes on without this job rank, which waits for a heal round;
+ *               world = the job's size; the MAC is made in the joiner's role)
  *   6 refuse    (rank 0 to a rank it will not take): body = why, text
  *   3 data      (either way): nonce = the session nonce; tag = the round; body = the bytes
  *   10 part     (a rank to a served rendezvous): nonce = the session; tag = the round; body = the
@@ -27,6 +31,16 @@
  *               session; world = the number of ranks before the round; body = one bit per rank of
  *               that numbering (bit r%8 of byte r/8), set for each rank that goes on: at least one,
  *               none past world
+ *   11 heal     (a member to a served rendezvous): heal round `tag` (the epoch, >= 1), as a join:
+ *               nonce = the session; rank = its number before the round; body = u32 the longest
+ *               wait in ms
+ *   12 healed   (a served rendezvous to every member still connected and every joiner it takes
+ *               in): heal round `tag` (>= 1); nonce = the session; world = the JOB's size; body =
+ *               two sets of one bit per job rank, each (world + 7) / 8 bytes: the members that go
+ *               on, then the joiners taken in (a subset of the members); at least one member, none
+ *               past world
+ *   13 bye      (a rank to a served rendezvous, at its bootstrap's end): it leaves well (its rank
+ *               is not one a restarted process may take back); nonce = the session; no body
  * In a served rendezvous (hidet-nccl-run's, bootstrap_socket/socket_server.c) the hub is the
  * launcher and every rank is a client; else it is rank 0 (socket_handshake.c).
  */
@@ -36,7 +50,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HN_SK_VERSION 3
+#define HN_SK_VERSION 4
 #define HN_SK_KIND_HELLO 1
 #define HN_SK_KIND_WELCOME 2
 #define HN_SK_KIND_DATA 3
@@ -47,8 +61,13 @@
 #define HN_SK_KIND_JOIN 8
 #define HN_SK_KIND_DECIDE 9
 #define HN_SK_KIND_PART 10
-#define HN_SK_KIND_LAST HN_SK_KIND_PART
+#define HN_SK_KIND_HEAL 11
+#define HN_SK_KIND_HEALED 12
+#define HN_SK_KIND_BYE 13
+#define HN_SK_KIND_LAST HN_SK_KIND_BYE
 #define HN_SK_HELLO_SECRET 1u
+#define HN_SK_HELLO_FRESH 2u
+#define HN_SK_WELCOME_JOINER 1
 #define HN_SK_MAC 32
 #define HN_SK_MAX_REFUSE 256 /* a refuse's or a fail's text */
 #define HN_SK_HEADER 112
@@ -67,7 +86,7 @@ typedef struct {
     const uint8_t *nonce; /* into the message */
     const uint8_t *body;  /* into the message */
     uint32_t flags;       /* a hello's */
-    uint32_t wait_ms;     /* a join's */
+    uint32_t wait_ms;     /* a join's, a heal's */
 } hidet_nccl__sk_msg_t;
 
 /* The header's claim of the whole message's length (header, body, checksum): 0 and *total
@@ -84,5 +103,7 @@ int hidet_nccl__sk_parse(const uint8_t *buf, size_t len, hidet_nccl__sk_msg_t *m
 
 /* How many of the ranks 0 .. world-1 a decision's bits keep. */
 int hidet_nccl__sk_count_kept(const uint8_t *bits, uint32_t world);
+/* Bit r of a set of bits (bit r%8 of byte r/8). */
+static inline int hidet_nccl__sk_bit(const uint8_t *bits, int r) { return bits[r / 8] >> (r % 8) & 1; }
 
 #endif

@@ -5,6 +5,7 @@
  * secret, and checks the hub's proof in its welcome. */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,7 @@ static hidet_nccl_status_t welcome(root_t *r, int rank, double deadline, char *m
     hn_sk_state_t *s = r->s;
     uint8_t m[HN_SK_WELCOME_BYTES];
     char why[512];
-    size_t len = hidet_nccl__sk_welcome_encode(s, (uint32_t)rank, r->theirs + (size_t)rank * HN_SK_NONCE,
+    size_t len = hidet_nccl__sk_welcome_encode(s, 0, (uint32_t)rank, r->theirs + (size_t)rank * HN_SK_NONCE,
                                                r->ours + (size_t)rank * HN_SK_NONCE, s->session, m, sizeof m, why,
                                                sizeof why);
     if (len == 0) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank 0: %s", why);
@@ -144,23 +145,25 @@ static int next(int fd, double deadline, uint8_t **buf, hidet_nccl__sk_msg_t *m,
     return 1;
 }
 
-/* rank 0's welcome: this rank's nonce back and, with a secret, rank 0's proof. */
+/* rank 0's welcome: this rank's nonce back and, with a secret, rank 0's proof. A served rendezvous'
+ * welcome of a joiner (tag HN_SK_WELCOME_JOINER, proved in the joiner's role) makes this rank one. */
 static hidet_nccl_status_t check_welcome(hn_sk_state_t *s, const hidet_nccl__sk_msg_t *m, const uint8_t *nonce,
                                          const uint8_t *challenge, char *msg, size_t n) {
     uint8_t want[HN_MAC_BYTES];
     char why[512], key[HN_SK_KEY_BYTES + 1];
     if (m->kind != HN_SK_KIND_WELCOME || strcmp(m->key, s->key) != 0 || m->world_size != (uint32_t)s->nranks ||
-        m->rank != 0 || memcmp(m->body, nonce, HN_SK_NONCE) != 0)
+        m->rank != 0 || memcmp(m->body, nonce, HN_SK_NONCE) != 0 || (m->tag == HN_SK_WELCOME_JOINER && !s->served))
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                                "rank %d: %s:%d answered with kind %d, key '%s', world %u, not this rank's welcome",
                                s->rank, s->addr, s->port, m->kind, hidet_nccl__sk_printable(m->key, key), m->world_size);
+    int joiner = m->tag == HN_SK_WELCOME_JOINER;
     if (s->secret_len) {
         if (m->body_bytes != HN_SK_NONCE + HN_MAC_BYTES)
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                                    "rank %d: the welcome from %s:%d carries no proof of the job secret", s->rank, s->addr,
                                    s->port);
-        if (hidet_nccl__sk_proof(s, HN_SK_SERVER_ROLE, nonce, challenge, m->nonce, HN_SK_NONCE, (uint32_t)s->rank, want, why,
-                                 sizeof why) != 0)
+        if (hidet_nccl__sk_proof(s, joiner ? HN_SK_JOINER_ROLE : HN_SK_SERVER_ROLE, nonce, challenge, m->nonce,
+                                 HN_SK_NONCE, (uint32_t)s->rank, want, why, sizeof why) != 0)
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s", s->rank, why);
         if (!hidet_nccl__mac_equal(want, m->body + HN_SK_NONCE))
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
@@ -168,6 +171,7 @@ static hidet_nccl_status_t check_welcome(hn_sk_state_t *s, const hidet_nccl__sk_
                                    "port is not this job's %s", s->rank, s->addr, s->port, s->served ? "rendezvous" : "rank 0");
     }
     memcpy(s->session, m->nonce, HN_SK_NONCE);
+    s->joining = joiner;
     return HIDET_NCCL_SUCCESS;
 }
 
@@ -193,13 +197,15 @@ static hidet_nccl_status_t no_welcome(const hn_sk_state_t *s, const char *then, 
                            "rank first: is one missing?)%s", s->rank, s->addr, s->port, hidet_nccl__sk_hub(s), then);
 }
 
-/* One connection's try. *closed 1: the hub closed it before a welcome (it may have evicted it). */
-static hidet_nccl_status_t client_once(hn_sk_state_t *s, int fd, double deadline, int *closed, char *msg, size_t n) {
+/* One connection's try. *closed 1: the hub closed it before a welcome (it may have evicted it).
+ * fresh: this is its process's first socket bootstrap (a restarted rank's is). */
+static hidet_nccl_status_t client_once(hn_sk_state_t *s, int fd, int fresh, double deadline, int *closed, char *msg,
+                                       size_t n) {
     uint8_t nonce[HN_SK_NONCE], challenge[HN_SK_NONCE] = {0}, hello[HN_SK_HEADER + 8], flags[4];
     char why[512];
     if (getrandom(nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce)
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "getrandom: %s", strerror(errno));
-    hidet_nccl__put32(flags, s->secret_len ? HN_SK_HELLO_SECRET : 0);
+    hidet_nccl__put32(flags, (s->secret_len ? HN_SK_HELLO_SECRET : 0) | (fresh ? HN_SK_HELLO_FRESH : 0));
     size_t len = hidet_nccl__sk_encode(hello, sizeof hello, HN_SK_KIND_HELLO, s->key, (uint32_t)s->nranks,
                                        (uint32_t)s->rank, 0, nonce, flags, 4);
     if (hidet_nccl__sk_send(fd, hello, len, deadline, why, sizeof why) != 0) {
@@ -221,8 +227,9 @@ static hidet_nccl_status_t client_once(hn_sk_state_t *s, int fd, double deadline
         else if (got < 0)
             st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s:%d: %s", s->rank, s->addr, s->port, why);
         else if (m.kind == HN_SK_KIND_REFUSE)
-            st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s at %s:%d refused it: %.*s", s->rank,
-                                 hidet_nccl__sk_hub(s), s->addr, s->port, (int)m.body_bytes, (const char *)m.body);
+            st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d (job key '%s'): %s at %s:%d refused it: %.*s",
+                                 s->rank, s->key, hidet_nccl__sk_hub(s), s->addr, s->port, (int)m.body_bytes,
+                                 (const char *)m.body);
         else if (m.kind == HN_SK_KIND_CHALLENGE && s->secret_len && !challenged) {
             challenged = 1;
             memcpy(challenge, m.nonce, HN_SK_NONCE);
@@ -239,6 +246,8 @@ static hidet_nccl_status_t client_once(hn_sk_state_t *s, int fd, double deadline
 }
 
 hidet_nccl_status_t hidet_nccl__sk_client_handshake(hn_sk_state_t *s, double deadline, char *msg, size_t n) {
+    static atomic_int bootstraps; /* this process's socket bootstraps so far: its first says so (fresh) */
+    int fresh = atomic_fetch_add(&bootstraps, 1) == 0;
     hn_poll_t wait; /* between tries after the hub closed a connection: 10 ms doubling to 200 ms */
     const char *hub = hidet_nccl__sk_hub(s);
     hidet_nccl__poll_begin(&wait, deadline - hidet_nccl__now(), 0, 10000000L, 200000000L, 1);
@@ -261,7 +270,7 @@ hidet_nccl_status_t hidet_nccl__sk_client_handshake(hn_sk_state_t *s, double dea
             return hidet_nccl__say(msg, n, hidet_nccl__now() >= deadline ? HIDET_NCCL_ERROR_TIMEOUT : HIDET_NCCL_ERROR_BOOTSTRAP,
                                    "rank %d could not reach %s: %s", s->rank, hub, why);
         int closed = 0;
-        hidet_nccl_status_t st = client_once(s, fd, deadline, &closed, msg, n);
+        hidet_nccl_status_t st = client_once(s, fd, fresh, deadline, &closed, msg, n);
         if (st == HIDET_NCCL_SUCCESS) {
             s->fds[0] = fd;
             if (closes > 0) HN_INFO("rank %d: welcomed after %s closed %d earlier connections", s->rank, hub, closes);

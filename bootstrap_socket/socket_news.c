@@ -1,6 +1,6 @@
 /* The plug-in's peer_lost for the socket rendezvous: without blocking, whether the hub has
- * already told this rank that a recovery round began (the notice with its epoch, or a decision,
- * waiting on its connection), or, at rank 0's hub, whether a rank's join waits. It only peeks:
+ * already told this rank that a recovery or heal round began (the notice with its epoch, or a
+ * decision, waiting on its connection), or, at rank 0's hub, whether a rank's join waits. It only peeks:
  * what waits stays for the round that reads it. */
 #include <errno.h>
 #include <poll.h>
@@ -32,10 +32,12 @@ static int news_on(const hn_sk_state_t *s, int fd, const char *who, char *msg, s
                    memcmp(d.nonce, s->session, HN_SK_NONCE) == 0;
         at += total;
         if (!ours) continue;
-        if (d.kind == HN_SK_KIND_JOIN || d.kind == HN_SK_KIND_DECIDE || (d.kind == HN_SK_KIND_FAIL && d.tag != 0)) {
-            hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "%s: a rank began recovery round %llu (a %s waits)",
-                            who, (unsigned long long)(d.kind == HN_SK_KIND_FAIL ? d.tag : s->epoch + 1),
-                            d.kind == HN_SK_KIND_JOIN ? "join" : d.kind == HN_SK_KIND_DECIDE ? "decision" : "notice");
+        if (d.kind == HN_SK_KIND_JOIN || d.kind == HN_SK_KIND_DECIDE || d.kind == HN_SK_KIND_HEALED ||
+            (d.kind == HN_SK_KIND_FAIL && d.tag != 0)) {
+            hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "%s: a rank began %s round %llu (a %s waits)", who,
+                            d.kind == HN_SK_KIND_HEALED ? "heal" : d.kind == HN_SK_KIND_FAIL ? "a recovery or heal" : "recovery",
+                            (unsigned long long)(d.kind == HN_SK_KIND_FAIL ? d.tag : s->epoch + 1),
+                            d.kind == HN_SK_KIND_JOIN ? "join" : d.kind == HN_SK_KIND_FAIL ? "notice" : "decision");
             return 1;
         }
     }

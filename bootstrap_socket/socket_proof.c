@@ -28,20 +28,20 @@ int hidet_nccl__sk_proof(const hn_sk_state_t *job, const char *role, const uint8
     return hidet_nccl__mac(job->secret, job->secret_len, data, len, out, why, why_bytes);
 }
 
-size_t hidet_nccl__sk_welcome_encode(const hn_sk_state_t *job, uint32_t rank, const uint8_t theirs[HN_SK_NONCE],
+size_t hidet_nccl__sk_welcome_encode(const hn_sk_state_t *job, int joiner, uint32_t rank, const uint8_t theirs[HN_SK_NONCE],
                                      const uint8_t ours[HN_SK_NONCE], const uint8_t session[HN_SK_NONCE],
                                      uint8_t *out, size_t cap, char *why, size_t why_bytes) {
     uint8_t body[HN_SK_NONCE + HN_MAC_BYTES];
     size_t body_len = HN_SK_NONCE;
     memcpy(body, theirs, HN_SK_NONCE);
     if (job->secret_len) {
-        if (hidet_nccl__sk_proof(job, HN_SK_SERVER_ROLE, theirs, ours, session, HN_SK_NONCE, rank, body + HN_SK_NONCE,
-                                 why, why_bytes) != 0)
+        if (hidet_nccl__sk_proof(job, joiner ? HN_SK_JOINER_ROLE : HN_SK_SERVER_ROLE, theirs, ours, session, HN_SK_NONCE,
+                                 rank, body + HN_SK_NONCE, why, why_bytes) != 0)
             return 0;
         body_len += HN_MAC_BYTES;
     }
-    size_t len = hidet_nccl__sk_encode(out, cap, HN_SK_KIND_WELCOME, job->key, (uint32_t)job->nranks, 0, 0, session,
-                                       body, (uint32_t)body_len);
+    size_t len = hidet_nccl__sk_encode(out, cap, HN_SK_KIND_WELCOME, job->key, (uint32_t)job->nranks, 0,
+                                       joiner ? HN_SK_WELCOME_JOINER : 0, session, body, (uint32_t)body_len);
     if (len == 0) snprintf(why, why_bytes, "a welcome of %zu bytes does not fit in %zu", body_len + HN_SK_HEADER + 4, cap);
     return len;
 }

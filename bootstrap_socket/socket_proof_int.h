@@ -11,6 +11,7 @@
 
 #define HN_SK_CLIENT_ROLE "hidet-nccl socket rendezvous 2: a rank's proof"
 #define HN_SK_SERVER_ROLE "hidet-nccl socket rendezvous 2: rank 0's proof" /* or a served rendezvous' */
+#define HN_SK_JOINER_ROLE "hidet-nccl socket rendezvous 4: the proof to a joiner" /* a served one's welcome of a joiner */
 
 /* MAC under job's secret of: role, a, b, extra, rank, the job's world size and key. 0, or -1 and why. */
 int hidet_nccl__sk_proof(const hn_sk_state_t *job, const char *role, const uint8_t a[HN_SK_NONCE],
@@ -18,9 +19,9 @@ int hidet_nccl__sk_proof(const hn_sk_state_t *job, const char *role, const uint8
                          uint8_t out[HN_MAC_BYTES], char *why, size_t why_bytes);
 
 /* The welcome of rank `rank` into out (cap): the session nonce, the rank's nonce back (theirs) and,
- * with a secret, the hub's proof over theirs, its challenge (ours) and the session. Its length,
- * or 0 and why. */
-size_t hidet_nccl__sk_welcome_encode(const hn_sk_state_t *job, uint32_t rank, const uint8_t theirs[HN_SK_NONCE],
+ * with a secret, the hub's proof over theirs, its challenge (ours) and the session (in the
+ * joiner's role for a joiner: tag HN_SK_WELCOME_JOINER). Its length, or 0 and why. */
+size_t hidet_nccl__sk_welcome_encode(const hn_sk_state_t *job, int joiner, uint32_t rank, const uint8_t theirs[HN_SK_NONCE],
                                      const uint8_t ours[HN_SK_NONCE], const uint8_t session[HN_SK_NONCE],
                                      uint8_t *out, size_t cap, char *why, size_t why_bytes);
 #define HN_SK_WELCOME_BYTES (HN_SK_HEADER + HN_SK_NONCE + HN_MAC_BYTES + 4)

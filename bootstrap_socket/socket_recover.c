@@ -65,8 +65,13 @@ static hidet_nccl_status_t client_round(hn_sk_state_t *s, uint64_t epoch, double
                                  : "rank 0 (at %s:%d), where the rendezvous lived, is gone: %s. Without hidet-nccl-run "
                                    "the socket rendezvous lives in rank 0 and cannot outlive it: start the job with "
                                    "hidet-nccl-run (it serves the rendezvous) to survive rank 0";
-    if (s->seen_bits != NULL && s->seen_epoch == epoch) /* decided already, read in a round */
+    if (s->seen_bits != NULL && s->seen_epoch == epoch && s->seen_kind == HN_SK_KIND_DECIDE) /* read in a round */
         return apply(s, epoch, s->seen_bits, wait_s, kept, msg, n);
+    if (s->seen_bits != NULL && s->seen_epoch == epoch) /* a heal round's decision, read in a round */
+        return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d was left out of round %llu: %s decided heal "
+                               "round %llu without it, and this rank calls recovery round %llu (the ranks do not call "
+                               "the same bootstrap steps)", s->rank, (unsigned long long)epoch, hidet_nccl__sk_hub(s),
+                               (unsigned long long)epoch, (unsigned long long)epoch);
     uint8_t body[4];
     double ms = wait_s * 1000.0;
     hidet_nccl__put32(body, ms > 4e9 ? 4000000000u : (uint32_t)ms);
@@ -95,6 +100,12 @@ static hidet_nccl_status_t client_round(hn_sk_state_t *s, uint64_t epoch, double
                                      s->nranks);
             else
                 st = apply(s, epoch, d.body, wait_s, kept, msg, n);
+        } else if (d.kind == HN_SK_KIND_HEALED && d.tag == epoch && strcmp(d.key, s->key) == 0 &&
+                   memcmp(d.nonce, s->session, HN_SK_NONCE) == 0) {
+            st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d was left out of round %llu: %s decided "
+                                 "heal round %llu while this rank called recovery round %llu (the ranks do not call the "
+                                 "same bootstrap steps)", s->rank, (unsigned long long)epoch, hidet_nccl__sk_hub(s),
+                                 (unsigned long long)epoch, (unsigned long long)epoch);
         } else {
             over = 0; /* what the rounds left on the way (their bytes, fails): skipped */
         }

@@ -65,7 +65,8 @@ static hidet_nccl_status_t send_data(const hn_sk_state_t *s, int kind, int to, u
                            s->served ? "the rendezvous (hidet-nccl-run)" : to == 0 ? "rank 0" : "a rank", why);
 }
 
-/* A decision read in a round: kept for the recovery round this rank will call, and said. */
+/* A decision read in a round (of a recovery round, or a heal round: d's kind): kept for the round
+ * this rank will call, and said. */
 static hidet_nccl_status_t left_out_in_round(hn_sk_state_t *s, const hidet_nccl__sk_msg_t *d, uint64_t tag, char *msg,
                                              size_t n) {
     free(s->seen_bits);
@@ -73,12 +74,15 @@ static hidet_nccl_status_t left_out_in_round(hn_sk_state_t *s, const hidet_nccl_
     if (s->seen_bits != NULL) {
         memcpy(s->seen_bits, d->body, d->body_bytes);
         s->seen_epoch = d->tag;
+        s->seen_kind = d->kind;
     }
+    int heal = d->kind == HN_SK_KIND_HEALED;
     return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
-                           "rank %d: round %llu: %s decided recovery round %llu without this rank (it had not joined "
-                           "it): %d of the %u ranks went on; call the recovery round to be told which",
-                           s->rank, (unsigned long long)tag, hub_name(s), (unsigned long long)d->tag,
-                           hidet_nccl__sk_count_kept(d->body, d->world_size), d->world_size);
+                           "rank %d: round %llu: %s decided %s round %llu without this rank (it had not joined "
+                           "it): %d of the %u %sranks went on; call the %s round to be told which",
+                           s->rank, (unsigned long long)tag, hub_name(s), heal ? "heal" : "recovery",
+                           (unsigned long long)d->tag, hidet_nccl__sk_count_kept(d->body, d->world_size), d->world_size,
+                           heal ? "job " : "", heal ? "heal" : "recovery");
 }
 
 /* What a client received where round `tag`'s bytes from `from` were due: the hub's word (a fail,
@@ -90,6 +94,8 @@ static hidet_nccl_status_t check_data(hn_sk_state_t *s, const hidet_nccl__sk_msg
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: round %llu cannot complete: %.*s", s->rank,
                                (unsigned long long)tag, (int)d->body_bytes, (const char *)d->body);
     if (ours && d->kind == HN_SK_KIND_DECIDE && d->world_size == (uint32_t)s->nranks)
+        return left_out_in_round(s, d, tag, msg, n);
+    if (ours && d->kind == HN_SK_KIND_HEALED && d->world_size == (uint32_t)s->job_nranks && d->tag > s->epoch)
         return left_out_in_round(s, d, tag, msg, n);
     if (d->kind != HN_SK_KIND_DATA || !ours || d->world_size != (uint32_t)s->nranks || d->rank != (uint32_t)from ||
         d->tag != tag || d->body_bytes != bytes)

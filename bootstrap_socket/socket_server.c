@@ -2,7 +2,8 @@
  * its own. One poll loop over the listening socket and the connections waiting to be admitted
  * (bootstrap_socket/socket_admit.c, the same admission as rank 0's), and the sessions' connections
  * (bootstrap_socket/socket_session.c, one session per bootstrap of the job): the k-th connection a
- * rank makes goes to the oldest session that lacks it. A pipe wakes the loop to stop it. */
+ * rank makes goes to the oldest session that lacks it; a restarted rank's goes, as a joiner, to the
+ * oldest formed session that lacks it (socket_heal_round.c). A pipe wakes the loop to stop it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "bootstrap_socket/socket_admit_int.h"
+#include "bootstrap_socket/socket_heal_round_int.h"
 #include "bootstrap_socket/socket_io_int.h"
 #include "bootstrap_socket/socket_proof_int.h"
 #include "bootstrap_socket/socket_session_int.h"
@@ -36,9 +38,52 @@ struct hidet_nccl_rendezvous {
     atomic_int live; /* sessions with a rank still connected, after the last wait */
 };
 
-/* An admitted rank's connection: to the oldest session that lacks the rank, else a new one. */
+/* A hello of a rank the rendezvous will not take: refused (told why), logged. */
+static hidet_nccl_status_t refuse(hidet_nccl_rendezvous_h rv, const hn_sk_admitted_t *a, const char *text) {
+    HN_WARN("socket rendezvous at port %d (job key '%s'): refused job rank %u from %s: %s", rv->job.port, rv->job.key,
+            a->rank, a->peer, text);
+    hidet_nccl__sk_send_refuse(a->fd, text);
+    close(a->fd);
+    return HIDET_NCCL_SUCCESS;
+}
+
+/* A restarted rank's hello (its rank died, or a round left it out, in a formed session): joins the
+ * oldest formed session that lacks the rank (a restarted process makes its bootstraps in the order
+ * its first life did; a later bootstrap of it, the next one that has no joiner for the rank yet).
+ * 1 when the hello was taken so (joined, or refused), 0 when it is not a joiner's. */
+static int take_joiner(hidet_nccl_rendezvous_h rv, const hn_sk_admitted_t *a) {
+    int fresh = (a->flags & HN_SK_HELLO_FRESH) != 0;
+    char peer[HN_SK_PEER_BYTES], text[HN_SK_MAX_REFUSE];
+    for (int i = 0; i < rv->n_sessions; i++) /* what a rank's old connection says first: its bye, its end */
+        hidet_nccl__sk_session_catch_up(rv->sessions[i], a->rank);
+    for (int i = 0; i < rv->n_sessions; i++) {
+        int lacks = hidet_nccl__sk_heal_lacks(rv->sessions[i], a->rank, peer, sizeof peer);
+        if (lacks == 1) {
+            hidet_nccl__sk_heal_add_joiner(rv->sessions[i], a);
+            return 1;
+        }
+        if (lacks == 2 && fresh) {
+            snprintf(text, sizeof text, "a restarted process for job rank %u waits already to join the job (it "
+                     "connected from %s): one joiner per rank", a->rank, peer);
+            refuse(rv, a, text);
+            return 1;
+        }
+    }
+    for (int i = 0; fresh && i < rv->n_sessions; i++)
+        if (hidet_nccl__sk_heal_live(rv->sessions[i], a->rank, peer, sizeof peer)) {
+            snprintf(text, sizeof text, "job rank %u is a live member of the job (its process connected from %s): "
+                     "one process per rank (was this rank started twice?)", a->rank, peer);
+            refuse(rv, a, text);
+            return 1;
+        }
+    return 0;
+}
+
+/* An admitted rank's connection: a joiner's (above), else to the oldest session that lacks the
+ * rank, else a new one. */
 static hidet_nccl_status_t take(void *ctx, const hn_sk_admitted_t *a, char *msg, size_t n) {
     hidet_nccl_rendezvous_h rv = ctx;
+    if (take_joiner(rv, a)) return HIDET_NCCL_SUCCESS;
     for (int i = 0; i < rv->n_sessions; i++)
         if (hidet_nccl__sk_session_lacks(rv->sessions[i], a->rank)) {
             hidet_nccl__sk_session_add(rv->sessions[i], a);

@@ -12,8 +12,12 @@
  *               decision (who goes on); those kept are renumbered in their old order, the others
  *               (late, or still in a round) keep their connection until they close it, and read
  *               in the decision that they were left out.
+ *   healing     a recovery round that also takes restarted ranks back in (socket_heal_round.c):
+ *               formed, the session keeps one joiner per job rank it lacks (its rank died, or a
+ *               round left it out), waiting for the members' next heal round.
  * Every message of a rank is checked (key, session, size, its number, rounds in order); one that
- * fails closes its connection, as a death. */
+ * fails closes its connection, as a death. A rank's bye says it leaves well: its job rank is not
+ * one a restarted process takes back. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +26,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "bootstrap_socket/socket_heal_round_int.h"
+#include "bootstrap_socket/socket_members_int.h"
 #include "bootstrap_socket/socket_proof_int.h"
 #include "bootstrap_socket/socket_session_int.h"
 
@@ -34,44 +40,13 @@
         return;           \
     } while (0)
 
-typedef enum { ADMITTING, RUNNING, BROKEN, RECOVERING, CLOSING } state_t;
-static const char *const k_state[] = {"admitting", "running", "broken", "recovering", "closing"};
-
-typedef struct {
-    hn_sk_conn_t c; /* fd -1: gone */
-    int job_rank;
-    int joined; /* the recovery round under way */
-    uint8_t theirs[HN_SK_NONCE], ours[HN_SK_NONCE];
-    char peer[HN_SK_PEER_BYTES];
-} member_t;
-
-struct hn_sk_session {
-    hn_sk_state_t job; /* key, size, secret, port */
-    int id;
-    state_t state;
-    double admit_s, admit_until;
-    uint8_t nonce[HN_SK_NONCE];
-    int world, admitted;
-    member_t *m; /* admitting: by job rank; then the first `world` are the ranks, in their order */
-    uint64_t epoch, last_tag;
-    int any_tag;
-    /* an allgather under way */
-    int ag_on, ag_count;
-    uint64_t ag_tag;
-    size_t ag_bytes;
-    uint8_t *ag_buf;
-    unsigned char *ag_got;
-    /* a recovery round under way */
-    uint64_t r_epoch;
-    double r_start, r_until;
-    /* connections left out or refused: read until their ranks close them */
-    hn_sk_conn_t *linger;
-    int n_linger, cap_linger;
-};
+static const char *const k_state[] = {"admitting", "running", "broken", "recovering", "healing", "closing"};
 
 hn_sk_session_t *hidet_nccl__sk_session_new(const hn_sk_state_t *job, int id, double admit_s) {
     hn_sk_session_t *s = calloc(1, sizeof *s);
-    if (s == NULL || (s->m = calloc((size_t)job->nranks, sizeof *s->m)) == NULL) {
+    if (s == NULL || (s->m = calloc((size_t)job->nranks, sizeof *s->m)) == NULL ||
+        (s->jn = calloc((size_t)job->nranks, sizeof *s->jn)) == NULL || (s->bye = calloc((size_t)job->nranks, 1)) == NULL) {
+        if (s != NULL) free(s->m), free(s->jn);
         free(s);
         return NULL;
     }
@@ -80,23 +55,23 @@ hn_sk_session_t *hidet_nccl__sk_session_new(const hn_sk_state_t *job, int id, do
     s->admit_s = admit_s;
     s->admit_until = hidet_nccl__now() + admit_s;
     s->world = job->nranks;
-    for (int r = 0; r < job->nranks; r++) hidet_nccl__sk_conn_init(&s->m[r].c, -1);
+    for (int r = 0; r < job->nranks; r++) hidet_nccl__sk_conn_init(&s->m[r].c, -1), hidet_nccl__sk_conn_init(&s->jn[r].c, -1);
     return s;
 }
 
 void hidet_nccl__sk_session_free(hn_sk_session_t *s) {
     if (s == NULL) return;
-    for (int r = 0; r < s->job.nranks; r++) hidet_nccl__sk_conn_close(&s->m[r].c);
+    for (int r = 0; r < s->job.nranks; r++) hidet_nccl__sk_conn_close(&s->m[r].c), hidet_nccl__sk_conn_close(&s->jn[r].c);
     for (int i = 0; i < s->n_linger; i++) hidet_nccl__sk_conn_close(&s->linger[i]);
     explicit_bzero(s->job.secret, sizeof s->job.secret);
     free(s->linger);
     free(s->ag_buf);
     free(s->ag_got);
     free(s->m);
+    free(s->jn);
+    free(s->bye);
     free(s);
 }
-
-static int alive(const hn_sk_session_t *s, int i) { return s->m[i].c.fd >= 0; }
 
 /* "1, 3 (2 of 4 ranks)": the job ranks connected (in 1) or not, or no longer (in 0), while admitting. */
 static void list_ranks(const hn_sk_session_t *s, int in, char *out, size_t cap) {
@@ -104,18 +79,11 @@ static void list_ranks(const hn_sk_session_t *s, int in, char *out, size_t cap) 
     int count = 0, shown = 0;
     out[0] = '\0';
     for (int r = 0; r < s->job.nranks; r++) {
-        if (alive(s, r) != in) continue;
+        if (hidet_nccl__sk_ms_alive(s, r) != in) continue;
         count++;
         if (shown < 16 && used + 16 < cap) used += (size_t)snprintf(out + used, cap - used, "%s%d", shown++ ? ", " : "", r);
     }
     snprintf(out + used, cap - used, "%s (%d of %d ranks)", count > shown ? ", ..." : "", count, s->job.nranks);
-}
-
-/* "rank 2 (job rank 3)", or "rank 2" while the numbers are the job's. */
-static const char *who(const hn_sk_session_t *s, int i, char *out, size_t cap) {
-    if (s->m[i].job_rank == i) snprintf(out, cap, "rank %d", i);
-    else snprintf(out, cap, "rank %d (job rank %d)", i, s->m[i].job_rank);
-    return out;
 }
 
 static void push(hn_sk_session_t *s, hn_sk_conn_t *c, hn_sk_blob_t *b) {
@@ -124,66 +92,30 @@ static void push(hn_sk_session_t *s, hn_sk_conn_t *c, hn_sk_blob_t *b) {
         HN_INFO("socket rendezvous session %d: %s (its reader sees the connection fail)", s->id, why);
 }
 
-/* A message of the session (its key, size and nonce) to c. */
-static void send_kind(hn_sk_session_t *s, hn_sk_conn_t *c, int kind, uint32_t world, uint64_t tag, const void *body,
-                      size_t bytes) {
-    hn_sk_blob_t *b = hidet_nccl__sk_blob_new(HN_SK_HEADER + bytes + 4);
-    if (b == NULL) {
-        HN_WARN("socket rendezvous session %d: out of memory for a message of %zu bytes", s->id, bytes);
-        return;
-    }
-    b->len = hidet_nccl__sk_encode(b->data, b->len, kind, s->job.key, world, 0, tag, s->nonce, body, (uint32_t)bytes);
-    if (b->len) push(s, c, b);
-    hidet_nccl__sk_blob_unref(b);
-}
-
-/* A fail to rank i (i < 0: every live rank but except); epoch: the recovery round it announces
- * (a rank waiting on a communicator takes it as news: socket_news.c), 0 for any other word. */
-static void tell(hn_sk_session_t *s, int i, int except, uint64_t epoch, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void tell(hn_sk_session_t *s, int i, int except, uint64_t epoch, const char *fmt, ...) {
-    char text[HN_SK_MAX_REFUSE + 1];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    for (int r = 0; r < s->world; r++)
-        if ((i < 0 ? r != except : r == i) && alive(s, r))
-            send_kind(s, &s->m[r].c, HN_SK_KIND_FAIL, (uint32_t)s->world, epoch, text, strlen(text));
-}
-
-static void end_allgather(hn_sk_session_t *s) {
-    free(s->ag_buf);
-    free(s->ag_got);
-    s->ag_buf = NULL;
-    s->ag_got = NULL;
-    s->ag_on = 0;
-}
-
 /* The rounds cannot go on (why): every rank still connected is told. */
 static void breaks(hn_sk_session_t *s, const char *why) {
     HN_INFO("socket rendezvous session %d (%d ranks): %s; its rounds wait for a recovery round", s->id, s->world, why);
-    s->state = BROKEN;
-    end_allgather(s);
-    tell(s, -1, -1, 0, "%s", why);
+    s->state = HN_SS_BROKEN;
+    hidet_nccl__sk_ms_end_allgather(s);
+    hidet_nccl__sk_ms_tell(s, -1, -1, 0, "%s", why);
 }
 
 /* Member i's connection is over (closed, failed, or it broke the protocol: why). */
 static void gone(hn_sk_session_t *s, int i, const char *why) {
     char w[64], missing[192];
-    who(s, i, w, sizeof w);
+    hidet_nccl__sk_ms_who(s, i, w, sizeof w);
     list_ranks(s, 0, missing, sizeof missing); /* while it waited */
     hidet_nccl__sk_conn_close(&s->m[i].c);
     s->m[i].joined = 0;
     int closed = strcmp(why, HN_SK_PEER_CLOSED) == 0;
     switch (s->state) {
-        case ADMITTING:
-            if (--s->admitted == 0) s->state = CLOSING;
+        case HN_SS_ADMITTING:
+            if (--s->admitted == 0) s->state = HN_SS_CLOSING;
             HN_WARN("socket rendezvous at port %d (job key '%s'): rank %d left before every rank came (%s: it gave up "
                     "at its deadline, or died) while ranks %s never connected with a valid hello%s", s->job.port,
                     s->job.key, s->m[i].job_rank, why, missing, s->job.secret_len ? " and proof of the job secret" : "");
             break;
-        case RUNNING: {
+        case HN_SS_RUNNING: {
             char text[HN_SK_MAX_REFUSE];
             snprintf(text, sizeof text, "%s closed its connection to the rendezvous%s%s%s: it gave up at its deadline, "
                      "failed, died or left", w, closed ? "" : " (", closed ? "" : why, closed ? "" : ")");
@@ -198,7 +130,7 @@ static void gone(hn_sk_session_t *s, int i, const char *why) {
 /* Member i sent what no rank of this job sends: its connection goes. */
 static void violates(hn_sk_session_t *s, int i, const char *what) {
     char w[64];
-    HN_WARN("socket rendezvous session %d: %s sent %s; closing its connection", s->id, who(s, i, w, sizeof w), what);
+    HN_WARN("socket rendezvous session %d: %s sent %s; closing its connection", s->id, hidet_nccl__sk_ms_who(s, i, w, sizeof w), what);
     gone(s, i, what);
 }
 
@@ -210,7 +142,7 @@ static void mismatch(hn_sk_session_t *s, int i, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    snprintf(text, sizeof text, "%s %s: the ranks do not call the same bootstrap steps", who(s, i, w, sizeof w), what);
+    snprintf(text, sizeof text, "%s %s: the ranks do not call the same bootstrap steps", hidet_nccl__sk_ms_who(s, i, w, sizeof w), what);
     breaks(s, text);
 }
 
@@ -272,32 +204,36 @@ static void on_part(hn_sk_session_t *s, int i, const hidet_nccl__sk_msg_t *m) {
     for (int r = 0; r < s->world; r++) push(s, &s->m[r].c, b);
     hidet_nccl__sk_blob_unref(b);
     done_round(s, s->ag_tag);
-    end_allgather(s);
+    hidet_nccl__sk_ms_end_allgather(s);
 }
 
 static void on_join(hn_sk_session_t *s, int i, const hidet_nccl__sk_msg_t *m) {
     char w[64];
-    if (s->state == RECOVERING) {
+    if (s->state == HN_SS_HEALING)
+        THEN_RETURN(hidet_nccl__sk_ms_tell(s, i, -1, 0, "joined recovery round %llu while heal round %llu is under way: the "
+                                           "ranks do not call the same bootstrap steps", (unsigned long long)m->tag,
+                                           (unsigned long long)s->r_epoch));
+    if (s->state == HN_SS_RECOVERING) {
         if (m->tag != s->r_epoch)
-            THEN_RETURN(tell(s, i, -1, 0, "joined recovery round %llu while round %llu is under way",
+            THEN_RETURN(hidet_nccl__sk_ms_tell(s, i, -1, 0, "joined recovery round %llu while round %llu is under way",
                         (unsigned long long)m->tag, (unsigned long long)s->r_epoch));
         s->m[i].joined = 1;
         return;
     }
     if (m->tag != s->epoch + 1)
-        THEN_RETURN(tell(s, i, -1, 0, "joined recovery round %llu; this bootstrap's next is %llu", (unsigned long long)m->tag,
+        THEN_RETURN(hidet_nccl__sk_ms_tell(s, i, -1, 0, "joined recovery round %llu; this bootstrap's next is %llu", (unsigned long long)m->tag,
                     (unsigned long long)(s->epoch + 1)));
-    s->state = RECOVERING;
+    s->state = HN_SS_RECOVERING;
     s->r_epoch = m->tag;
     s->r_start = hidet_nccl__now();
     s->r_until = s->r_start + m->wait_ms / 1000.0;
-    end_allgather(s);
+    hidet_nccl__sk_ms_end_allgather(s);
     for (int r = 0; r < s->world; r++) s->m[r].joined = r == i;
-    who(s, i, w, sizeof w); /* named here: HN_INFO evaluates its arguments only at INFO */
+    hidet_nccl__sk_ms_who(s, i, w, sizeof w); /* named here: HN_INFO evaluates its arguments only at INFO */
     HN_INFO("socket rendezvous session %d: %s began recovery round %llu (waits up to %.3f s)", s->id, w,
             (unsigned long long)m->tag, m->wait_ms / 1000.0);
     /* every rank hears of it at once: in a round, about to start one, or waiting on a communicator */
-    tell(s, -1, i, m->tag, "%s began recovery round %llu: join it", w, (unsigned long long)m->tag);
+    hidet_nccl__sk_ms_tell(s, -1, i, m->tag, "%s began recovery round %llu: join it", w, (unsigned long long)m->tag);
 }
 
 /* Decides the recovery round under way: every rank still connected that joined goes on. */
@@ -307,19 +243,19 @@ static void decide(hn_sk_session_t *s) {
     char set[256] = "";
     size_t used = 0;
     for (int r = 0; r < old; r++)
-        if (alive(s, r) && s->m[r].joined) {
+        if (hidet_nccl__sk_ms_alive(s, r) && s->m[r].joined) {
             bits[r / 8] |= (uint8_t)(1u << (r % 8));
             kept++;
             if (used + 16 < sizeof set) used += (size_t)snprintf(set + used, sizeof set - used, "%s%d", used ? " " : "", s->m[r].job_rank);
         }
     if (kept == 0) { /* every rank that joined has died since */
-        s->state = BROKEN;
+        s->state = HN_SS_BROKEN;
         HN_INFO("socket rendezvous session %d: recovery round %llu: every rank that joined is gone", s->id,
                 (unsigned long long)s->r_epoch);
         return;
     }
     for (int r = 0; r < old; r++)
-        if (alive(s, r)) send_kind(s, &s->m[r].c, HN_SK_KIND_DECIDE, (uint32_t)old, s->r_epoch, bits, (size_t)(old + 7) / 8);
+        if (hidet_nccl__sk_ms_alive(s, r)) hidet_nccl__sk_ms_send(s, &s->m[r].c, HN_SK_KIND_DECIDE, (uint32_t)old, s->r_epoch, bits, (size_t)(old + 7) / 8);
     int j = 0;
     for (int r = 0; r < old; r++) {
         if (bits[r / 8] >> (r % 8) & 1) {
@@ -328,19 +264,8 @@ static void decide(hn_sk_session_t *s) {
                 hidet_nccl__sk_conn_init(&s->m[r].c, -1);
             }
             s->m[j++].joined = 0;
-        } else if (alive(s, r)) { /* left out: it reads the decision, then closes */
-            if (s->n_linger == s->cap_linger) {
-                int cap = s->cap_linger ? 2 * s->cap_linger : 8;
-                hn_sk_conn_t *more = realloc(s->linger, (size_t)cap * sizeof *more);
-                if (more == NULL) {
-                    hidet_nccl__sk_conn_close(&s->m[r].c);
-                    continue;
-                }
-                s->linger = more;
-                s->cap_linger = cap;
-            }
-            s->linger[s->n_linger++] = s->m[r].c;
-            hidet_nccl__sk_conn_init(&s->m[r].c, -1);
+        } else { /* left out: it reads the decision, then closes */
+            hidet_nccl__sk_ms_linger(s, &s->m[r].c);
         }
     }
     HN_INFO("socket rendezvous session %d: recovery round %llu decided after %.3f s: job ranks %s go on (%d of %d)",
@@ -348,13 +273,14 @@ static void decide(hn_sk_session_t *s) {
     s->world = kept;
     s->epoch = s->r_epoch;
     s->any_tag = 0;
-    s->state = RUNNING;
+    s->state = HN_SS_RUNNING;
 }
 
 static void maybe_decide(hn_sk_session_t *s) {
-    if (s->state != RECOVERING) return;
+    if (s->state == HN_SS_HEALING) THEN_RETURN(hidet_nccl__sk_heal_maybe_decide(s));
+    if (s->state != HN_SS_RECOVERING) return;
     int waiting = 0;
-    for (int r = 0; r < s->world; r++) waiting += alive(s, r) && !s->m[r].joined;
+    for (int r = 0; r < s->world; r++) waiting += hidet_nccl__sk_ms_alive(s, r) && !s->m[r].joined;
     if (waiting == 0 || hidet_nccl__now() >= s->r_until) decide(s);
 }
 
@@ -364,30 +290,36 @@ static void on_message(hn_sk_session_t *s, int i, const uint8_t *buf, size_t len
     char why[320], key[HN_SK_KEY_BYTES + 1];
     if (hidet_nccl__sk_parse(buf, len, &m, why, sizeof why) != 0) THEN_RETURN(violates(s, i, why));
     if (strcmp(m.key, s->job.key) != 0 || memcmp(m.nonce, s->nonce, HN_SK_NONCE) != 0 ||
-        m.world_size != (uint32_t)s->world || m.rank != (uint32_t)i || s->state == ADMITTING) {
+        m.world_size != (uint32_t)s->world || m.rank != (uint32_t)i || s->state == HN_SS_ADMITTING) {
         snprintf(why, sizeof why, "a message of kind %d, key '%s', world %u, rank %u%s (session %d: %d ranks, %s)",
                  m.kind, hidet_nccl__sk_printable(m.key, key), m.world_size, m.rank,
                  memcmp(m.nonce, s->nonce, HN_SK_NONCE) ? ", another session" : "", s->id, s->world, k_state[s->state]);
         THEN_RETURN(violates(s, i, why));
     }
     if (m.kind == HN_SK_KIND_JOIN) THEN_RETURN(on_join(s, i, &m));
+    if (m.kind == HN_SK_KIND_HEAL) THEN_RETURN(hidet_nccl__sk_heal_on_heal(s, i, &m));
+    if (m.kind == HN_SK_KIND_BYE) { /* it leaves well: its close follows */
+        s->bye[s->m[i].job_rank] = 1;
+        return;
+    }
     if (m.kind != HN_SK_KIND_DATA && m.kind != HN_SK_KIND_PART) {
         snprintf(why, sizeof why, "a message of kind %d", m.kind);
         THEN_RETURN(violates(s, i, why));
     }
-    if (s->state == RECOVERING && !s->m[i].joined) /* it has not heard yet: it will */
-        THEN_RETURN(tell(s, i, -1, s->r_epoch, "recovery round %llu is under way: join it", (unsigned long long)s->r_epoch));
-    if (s->state != RUNNING) return; /* broken: the ranks were told; their rounds are dropped */
+    if ((s->state == HN_SS_RECOVERING || s->state == HN_SS_HEALING) && !s->m[i].joined) /* it has not heard yet */
+        THEN_RETURN(hidet_nccl__sk_ms_tell(s, i, -1, s->r_epoch, "%s round %llu is under way: join it",
+                                           s->state == HN_SS_HEALING ? "heal" : "recovery", (unsigned long long)s->r_epoch));
+    if (s->state != HN_SS_RUNNING) return; /* broken: the ranks were told; their rounds are dropped */
     if (m.kind == HN_SK_KIND_DATA) on_broadcast(s, i, &m, buf, len);
     else on_part(s, i, &m);
 }
 
 int hidet_nccl__sk_session_lacks(const hn_sk_session_t *s, uint32_t rank) {
-    return s->state == ADMITTING && rank < (uint32_t)s->job.nranks && !alive(s, (int)rank);
+    return s->state == HN_SS_ADMITTING && rank < (uint32_t)s->job.nranks && !hidet_nccl__sk_ms_alive(s, (int)rank);
 }
 
 void hidet_nccl__sk_session_add(hn_sk_session_t *s, const hn_sk_admitted_t *a) {
-    member_t *p = &s->m[a->rank];
+    hn_sk_member_t *p = &s->m[a->rank];
     hidet_nccl__sk_conn_init(&p->c, a->fd);
     p->job_rank = (int)a->rank;
     memcpy(p->theirs, a->theirs, HN_SK_NONCE);
@@ -399,10 +331,10 @@ void hidet_nccl__sk_session_add(hn_sk_session_t *s, const hn_sk_admitted_t *a) {
         HN_WARN("socket rendezvous session %d: getrandom: %s", s->id, strerror(errno));
         return;
     }
-    s->state = RUNNING;
+    s->state = HN_SS_RUNNING;
     for (int r = 0; r < s->job.nranks; r++) {
         uint8_t w[HN_SK_WELCOME_BYTES];
-        size_t len = hidet_nccl__sk_welcome_encode(&s->job, (uint32_t)r, s->m[r].theirs, s->m[r].ours, s->nonce, w,
+        size_t len = hidet_nccl__sk_welcome_encode(&s->job, 0, (uint32_t)r, s->m[r].theirs, s->m[r].ours, s->nonce, w,
                                                    sizeof w, why, sizeof why);
         if (len == 0 || hidet_nccl__sk_conn_push_bytes(&s->m[r].c, w, len, why, sizeof why) != 0)
             HN_WARN("socket rendezvous session %d: cannot welcome rank %d (%s): %s", s->id, r, s->m[r].peer, why);
@@ -411,15 +343,19 @@ void hidet_nccl__sk_session_add(hn_sk_session_t *s, const hn_sk_admitted_t *a) {
             s->job.nranks, s->job.key);
 }
 
-int hidet_nccl__sk_session_nfds(const hn_sk_session_t *s) { return s->job.nranks + s->n_linger; }
+/* Its pollfds: the members (job size slots), the joiners (by job rank), the lingering connections. */
+int hidet_nccl__sk_session_nfds(const hn_sk_session_t *s) { return 2 * s->job.nranks + s->n_linger; }
+
+static struct pollfd conn_pollfd(const hn_sk_conn_t *c) {
+    return (struct pollfd){c->fd, (short)(POLLIN | (c->out ? POLLOUT : 0)), 0};
+}
 
 void hidet_nccl__sk_session_poll(const hn_sk_session_t *s, struct pollfd *fds, double *next) {
-    for (int r = 0; r < s->job.nranks; r++)
-        fds[r] = (struct pollfd){s->m[r].c.fd, (short)(POLLIN | (s->m[r].c.out ? POLLOUT : 0)), 0};
-    for (int i = 0; i < s->n_linger; i++)
-        fds[s->job.nranks + i] = (struct pollfd){s->linger[i].fd, (short)(POLLIN | (s->linger[i].out ? POLLOUT : 0)), 0};
-    if (s->state == ADMITTING && s->admit_until < *next) *next = s->admit_until;
-    if (s->state == RECOVERING && s->r_until < *next) *next = s->r_until;
+    int n = s->job.nranks;
+    for (int r = 0; r < n; r++) fds[r] = conn_pollfd(&s->m[r].c), fds[n + r] = conn_pollfd(&s->jn[r].c);
+    for (int i = 0; i < s->n_linger; i++) fds[2 * n + i] = conn_pollfd(&s->linger[i]);
+    if (s->state == HN_SS_ADMITTING && s->admit_until < *next) *next = s->admit_until;
+    if ((s->state == HN_SS_RECOVERING || s->state == HN_SS_HEALING) && s->r_until < *next) *next = s->r_until;
 }
 
 /* The ranks that came are refused (text: why); their connections linger while there is room. */
@@ -428,15 +364,11 @@ static void refuse_all(hn_sk_session_t *s, const char *text) {
     size_t len = hidet_nccl__sk_encode(m, sizeof m, HN_SK_KIND_REFUSE, "-", 1, 0, 0, zero, text, (uint32_t)strlen(text));
     char why[256];
     for (int r = 0; r < s->job.nranks; r++) {
-        if (!alive(s, r)) continue;
-        if (hidet_nccl__sk_conn_push_bytes(&s->m[r].c, m, len, why, sizeof why) == 0 && s->n_linger < s->cap_linger) {
-            s->linger[s->n_linger++] = s->m[r].c;
-            hidet_nccl__sk_conn_init(&s->m[r].c, -1);
-        } else {
-            hidet_nccl__sk_conn_close(&s->m[r].c);
-        }
+        if (!hidet_nccl__sk_ms_alive(s, r)) continue;
+        if (hidet_nccl__sk_conn_push_bytes(&s->m[r].c, m, len, why, sizeof why) == 0) hidet_nccl__sk_ms_linger(s, &s->m[r].c);
+        else hidet_nccl__sk_conn_close(&s->m[r].c);
     }
-    s->state = CLOSING;
+    s->state = HN_SS_CLOSING;
 }
 
 /* Past the admission's end: the ranks that came are refused, saying who never did. */
@@ -451,7 +383,7 @@ static void admission_over(hn_sk_session_t *s) {
 }
 
 void hidet_nccl__sk_session_end(hn_sk_session_t *s) {
-    if (s->state != ADMITTING || s->admitted == 0) return;
+    if (s->state != HN_SS_ADMITTING || s->admitted == 0) return;
     char missing[192], came[192], text[HN_SK_MAX_REFUSE];
     list_ranks(s, 0, missing, sizeof missing);
     list_ranks(s, 1, came, sizeof came);
@@ -485,7 +417,7 @@ static void member_event(hn_sk_session_t *s, int r, short revents) {
     if ((revents & POLLOUT) && hidet_nccl__sk_conn_flush(&s->m[r].c, why, sizeof why) != 0) THEN_RETURN(gone(s, r, why));
     if (s->m[r].c.queued > QUEUE_MAX) THEN_RETURN(gone(s, r, "it did not read what the rendezvous sent it (256 MiB waiting)"));
     if (!(revents & (POLLIN | POLLHUP | POLLERR))) return;
-    for (int k = 0; k < MESSAGES_PER_WAKE && alive(s, r); k++) {
+    for (int k = 0; k < MESSAGES_PER_WAKE && hidet_nccl__sk_ms_alive(s, r); k++) {
         uint8_t *msg = NULL;
         size_t len;
         int got = hidet_nccl__sk_conn_read(&s->m[r].c, &msg, &len, why, sizeof why);
@@ -496,34 +428,34 @@ static void member_event(hn_sk_session_t *s, int r, short revents) {
     }
 }
 
+void hidet_nccl__sk_session_catch_up(hn_sk_session_t *s, uint32_t rank) {
+    if (s->state == HN_SS_ADMITTING || s->state == HN_SS_CLOSING) return;
+    for (int i = 0; i < s->world; i++)
+        if (s->m[i].job_rank == (int)rank && hidet_nccl__sk_ms_alive(s, i)) member_event(s, i, POLLIN);
+}
+
 void hidet_nccl__sk_session_events(hn_sk_session_t *s, const struct pollfd *fds) {
     int nranks = s->job.nranks, n_linger = s->n_linger;
+    const struct pollfd *lf = fds + 2 * nranks;
     for (int i = 0; i < n_linger; i++)
-        if (s->linger[i].fd >= 0 && fds[nranks + i].fd == s->linger[i].fd && fds[nranks + i].revents &&
-            linger_event(&s->linger[i], fds[nranks + i].revents) != 0)
+        if (s->linger[i].fd >= 0 && lf[i].fd == s->linger[i].fd && lf[i].revents &&
+            linger_event(&s->linger[i], lf[i].revents) != 0)
             hidet_nccl__sk_conn_close(&s->linger[i]);
     int j = 0; /* closed lingering connections out */
     for (int i = 0; i < s->n_linger; i++)
         if (s->linger[i].fd >= 0) s->linger[j++] = s->linger[i];
     s->n_linger = j;
+    hidet_nccl__sk_heal_joiner_events(s, fds + nranks);
     for (int r = 0; r < nranks; r++) /* members are renumbered only by decide, below */
         if (fds[r].fd >= 0 && fds[r].fd == s->m[r].c.fd && fds[r].revents) member_event(s, r, fds[r].revents);
-    if (s->state == ADMITTING && hidet_nccl__now() >= s->admit_until) {
-        if (s->cap_linger < nranks) { /* room for every rank that came */
-            hn_sk_conn_t *more = realloc(s->linger, (size_t)(s->n_linger + nranks) * sizeof *more);
-            if (more != NULL) {
-                s->linger = more;
-                s->cap_linger = s->n_linger + nranks;
-            }
-        }
-        admission_over(s);
-    }
+    if (s->state == HN_SS_ADMITTING && hidet_nccl__now() >= s->admit_until) admission_over(s);
     maybe_decide(s);
+    hidet_nccl__sk_heal_orphans(s);
 }
 
 int hidet_nccl__sk_session_over(const hn_sk_session_t *s) {
-    if (s->n_linger > 0) return 0;
+    if (s->n_linger > 0 || s->n_joiners > 0) return 0;
     for (int r = 0; r < s->job.nranks; r++)
-        if (alive(s, r)) return 0;
+        if (hidet_nccl__sk_ms_alive(s, r)) return 0;
     return 1;
 }

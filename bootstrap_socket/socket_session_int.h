@@ -23,6 +23,10 @@ int hidet_nccl__sk_session_lacks(const hn_sk_session_t *s, uint32_t rank);
 /* Gives it an admitted connection of a rank it lacks (its fd is the session's); once every rank
  * is in, each is welcomed. */
 void hidet_nccl__sk_session_add(hn_sk_session_t *s, const hn_sk_admitted_t *a);
+/* Before a hello of job rank `rank` is placed: what waits on that rank's connection in this
+ * formed session is read (its bye, its end), so a rank that died is seen as dead, and one that left
+ * well as such. Nothing while admitting. */
+void hidet_nccl__sk_session_catch_up(hn_sk_session_t *s, uint32_t rank);
 /* How many pollfds its connections take now, and those into fds; *next lowered to its next timer. */
 int hidet_nccl__sk_session_nfds(const hn_sk_session_t *s);
 void hidet_nccl__sk_session_poll(const hn_sk_session_t *s, struct pollfd *fds, double *next);

@@ -22,8 +22,10 @@ typedef struct {
     char key[HN_SK_KEY_BYTES + 1];
     int rank, nranks, local_rank, local_size;
     int job_rank;   /* the rank at init (messages name it too once the ranks are renumbered) */
+    int job_nranks; /* the number of ranks at init: the job's */
     int served;     /* 1: the hub is a served rendezvous (hidet-nccl-run): every rank is a client */
-    uint64_t epoch; /* recovery rounds done */
+    int joining;    /* 1: a restarted rank the served rendezvous took as a joiner, until its heal round */
+    uint64_t epoch; /* recovery and heal rounds done (a joiner: 0 until its heal round) */
     uint8_t session[HN_SK_NONCE];
     uint8_t secret[HN_SECRET_MAX]; /* the job's secret; secret_len 0: none (unauthenticated) */
     size_t secret_len;
@@ -33,7 +35,8 @@ typedef struct {
     uint32_t *waits; /* ... and the wait it asked for, in ms */
     int *left;      /* rank 0's hub: connections of ranks a recovery round left out, closed at finalize */
     int n_left;
-    uint64_t seen_epoch; /* a client: a decision read in a round (this rank had not joined), and its bits */
+    uint64_t seen_epoch; /* a client: a decision read in a round (this rank had not joined), its kind and bits */
+    int seen_kind;       /* HN_SK_KIND_DECIDE (bits of the numbering then) or HN_SK_KIND_HEALED (the job's) */
     uint8_t *seen_bits;
 } hn_sk_state_t;
 
