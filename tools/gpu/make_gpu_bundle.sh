@@ -9,6 +9,7 @@
 #   DIR/buffer_targets.sh               library memory against raw NCCL's three modes, checked (issue 17)
 #   DIR/recover.sh DIR/bin file|socket  survivors of dead ranks go on (hidet_nccl_comm_recover), fake nodes
 #   DIR/heal.sh DIR/bin file|socket     a killed rank restarted and taken back in (hidet_nccl_comm_heal), fake nodes
+#   DIR/heal_example.sh                 examples/cg_heal.c and cg_heal.py: a rank killed, healed, the answer bit for bit
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=${1:-gpu_bundle}
@@ -29,6 +30,7 @@ targets=(
     //examples:mpi_all_reduce
     //examples:file_all_reduce
     //examples:cg_solve
+    //examples:cg_heal
     //tools/run:hidet-nccl-run
     //tools/trace:hidet-nccl-trace
     //tools/bench:hidet-nccl-bench
@@ -55,7 +57,7 @@ cp -r bindings/python/hidet_nccl "$dest/python/"
 mkdir -p "$dest/python/hidet_nccl/lib"
 cp bazel-bin/libhidet_nccl.so "$dest/python/hidet_nccl/lib/libhidet_nccl.so.0"
 cp bazel-bin/libhidet_nccl_mpi.so "$dest/python/hidet_nccl/lib/libhidet_nccl_mpi.so.0"
-cp tests/python/torch_gpu_test.py tools/dev/torch_compare_bench.py "$dest/python/"
+cp tests/python/torch_gpu_test.py tools/dev/torch_compare_bench.py examples/python/cg_heal.py "$dest/python/"
 # The Fortran examples (gfortran / mpifort; the module is compiled with them).
 fdir=$(mktemp -d)
 (cd "$fdir" && gfortran -c "$OLDPWD/bindings/fortran/hidet_nccl.f90" "$OLDPWD/examples/fortran/cuda_runtime.f90" \
@@ -67,8 +69,10 @@ fdir=$(mktemp -d)
         "$OLDPWD/bazel-bin/libhidet_nccl_mpi.a" "$OLDPWD/bazel-bin/libhidet_nccl.a" \
         -L/usr/local/cuda/lib64 -lcudart_static -ldl -lpthread -lrt -lz -lm &&
     gfortran -o fortran_cg_solve "$OLDPWD/examples/fortran/cg_solve.f90" hidet_nccl.o cuda_runtime.o \
+        "$OLDPWD/bazel-bin/libhidet_nccl.a" -L/usr/local/cuda/lib64 -lcudart_static -ldl -lpthread -lrt -lz -lm &&
+    gfortran -o fortran_heal_loop "$OLDPWD/examples/fortran/heal_loop.f90" hidet_nccl.o cuda_runtime.o \
         "$OLDPWD/bazel-bin/libhidet_nccl.a" -L/usr/local/cuda/lib64 -lcudart_static -ldl -lpthread -lrt -lz -lm)
-cp "$fdir/fortran_all_reduce" "$fdir/fortran_mpi_all_reduce" "$fdir/fortran_cg_solve" "$dest/bin/"
+cp "$fdir/fortran_all_reduce" "$fdir/fortran_mpi_all_reduce" "$fdir/fortran_cg_solve" "$fdir/fortran_heal_loop" "$dest/bin/"
 rm -rf "$fdir"
 cp tools/gpu/bundle_run.sh "$dest/run.sh"
 cp tests/gpu/peer_death.sh "$dest/peer_death.sh"
@@ -78,7 +82,9 @@ cp tests/gpu/own_fake_nodes.sh "$dest/own_fake_nodes.sh"
 cp tests/gpu/mem_table.sh "$dest/mem_table.sh"
 cp tools/gpu/two_nodes.sh "$dest/two_nodes.sh"
 cp tools/gpu/fake_nodes.sh "$dest/fake_nodes.sh"
+cp tools/gpu/heal_example.sh "$dest/heal_example.sh"
 cp tools/gpu/buffer_targets.sh "$dest/buffer_targets.sh"
 cp tools/gpu/check_buffer_targets.py "$dest/"
-chmod +x "$dest/run.sh" "$dest/peer_death.sh" "$dest/two_nodes.sh" "$dest/fake_nodes.sh" "$dest/buffer_targets.sh"
+chmod +x "$dest/run.sh" "$dest/peer_death.sh" "$dest/two_nodes.sh" "$dest/fake_nodes.sh" "$dest/buffer_targets.sh" \
+    "$dest/heal_example.sh"
 echo "bundle in $dest: $(ls "$dest/bin" | tr '\n' ' ')"
