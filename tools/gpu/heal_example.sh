@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The heal example end to end, from a bundle made by tools/gpu/make_gpu_bundle.sh, on a machine
 # with one GPU or more:
-#   heal_example.sh [N]          (N: the grid, default 64)   logs: $LOG_DIR (./gpu_logs)/heal_example
+#   heal_example.sh [N [RENDEZVOUS...]]    (N: the grid, default 64; RENDEZVOUS: file socket, the default)
+#                                          logs: $LOG_DIR (./gpu_logs)/heal_example
 # examples/cg_heal.c (bin/cg_heal) and examples/python/cg_heal.py (python/cg_heal.py, when python3
 # has torch) on 3 ranks under hidet-nccl-run, each rank a fake node when the GPUs are fewer (its own
 # NCCL_HOSTID; NCCL over NET/Socket on lo, P2P and SHM off), through both rendezvous (the default
@@ -17,6 +18,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$here/bin
 grid=${1:-64}
+shift $(($# > 0 ? 1 : 0))
+rendezvous=${*:-file socket}
 out=${LOG_DIR:-$PWD/gpu_logs}/heal_example
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0
@@ -97,7 +100,7 @@ killed() {
 
 have_torch=1
 python3 -c 'import torch; assert torch.cuda.is_available()' >/dev/null 2>&1 || have_torch=0
-for rdv in file socket; do
+for rdv in $rendezvous; do
     want=$(undisturbed "c_${rdv}_undisturbed" "$rdv" "$bin/cg_heal" "$grid")
     echo "heal example ($rdv rendezvous, cg_heal): undisturbed: ${want:-none (see $out/c_${rdv}_undisturbed.log)}"
     killed "c_${rdv}_kill1" "$rdv" "$want" 1 25 10 cg_heal "$bin/cg_heal"
