@@ -371,7 +371,9 @@ int main(int argc, char **argv) {
 
     size_t m = cells(&s, s.rank), most = 0;
     for (int k = 0; k < s.size; k++) most = record(&s, k) > most ? record(&s, k) : most;
-    CUDA(cudaStreamCreate(&s.stream));
+    /* Non-blocking: a failed communicator's kernel left on it holds up no work on CUDA's default
+     * stream (which the new communicator's init may use) until the old one is destroyed. */
+    CUDA(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     s.dev = on_gpu(most > (size_t)2 * s.size * n ? most : (size_t)2 * s.size * n);
     s.held[0] = on_gpu(most), s.held[1] = on_gpu(most);
     s.mine[0] = pinned(most), s.mine[1] = pinned(most);

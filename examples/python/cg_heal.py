@@ -213,6 +213,9 @@ def main(argv):
 
     comm = hidet_nccl.init()  # a restarted rank: its side of the survivors' heal, the whole communicator
     torch.cuda.set_device(comm.device)
+    # A stream of its own (torch makes it non-blocking): a failed communicator's kernel left on it
+    # holds up no work on CUDA's default stream (which a new communicator's init may use).
+    torch.cuda.set_stream(torch.cuda.Stream(comm.device))
     if comm.size > n:
         sys.exit("cg_heal.py: the grid (%d rows) needs at least one row per rank (%d)" % (n, comm.size))
     cg = CG(comm, n, opts["--every"])

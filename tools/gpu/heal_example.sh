@@ -3,6 +3,7 @@
 # with one GPU or more:
 #   heal_example.sh [N [RENDEZVOUS...]]    (N: the grid, default 64; RENDEZVOUS: file socket, the default)
 #                                          logs: $LOG_DIR (./gpu_logs)/heal_example
+# (each job is killed after $HEAL_EXAMPLE_RUN_S seconds, 480 by default)
 # examples/cg_heal.c (bin/cg_heal) and examples/python/cg_heal.py (python/cg_heal.py, when python3
 # has torch) on 3 ranks under hidet-nccl-run, each rank a fake node when the GPUs are fewer (its own
 # NCCL_HOSTID; NCCL over NET/Socket on lo, P2P and SHM off), through both rendezvous (the default
@@ -42,7 +43,7 @@ launch() {
     shift 3
     [ "$rdv" = socket ] && mode=(--rendezvous socket)
     t0=$(date +%s.%N)
-    timeout -k 10 480 "$bin/hidet-nccl-run" -n "$ranks" "${mode[@]}" --max-restarts "$restarts" --tag-output \
+    timeout -k 10 "${HEAL_EXAMPLE_RUN_S:-480}" "$bin/hidet-nccl-run" -n "$ranks" "${mode[@]}" --max-restarts "$restarts" --tag-output \
         "${wrap[@]}" "$@" >"$out/$name.log" 2>&1
     rc=$?
     echo "heal_example: $name: launcher exit $rc after $(awk -v a="$t0" -v b="$(date +%s.%N)" \
