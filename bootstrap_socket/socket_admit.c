@@ -283,6 +283,11 @@ hidet_nccl_status_t hidet_nccl__sk_admit_new(const hn_sk_state_t *job, int lfd, 
     return HIDET_NCCL_SUCCESS;
 }
 
+void hidet_nccl__sk_admit_retake(hn_sk_admit_t *r, hn_sk_take_t take, void *ctx) {
+    r->take = take;
+    r->ctx = ctx;
+}
+
 void hidet_nccl__sk_admit_free(hn_sk_admit_t *r) {
     if (r == NULL) return;
     for (int i = 0; i < r->cap; i++)

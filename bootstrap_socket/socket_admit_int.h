@@ -37,6 +37,8 @@ typedef struct hn_sk_admit hn_sk_admit_t;
  * than HN_SK_PENDING_MIN is HIDET_NCCL_ERROR_SYSTEM naming it and what the job needs. */
 hidet_nccl_status_t hidet_nccl__sk_admit_new(const hn_sk_state_t *job, int lfd, int serves_rank0, hn_sk_take_t take,
                                              void *ctx, hn_sk_admit_t **out, char *msg, size_t n);
+/* From now on admitted connections go to take (with ctx). */
+void hidet_nccl__sk_admit_retake(hn_sk_admit_t *a, hn_sk_take_t take, void *ctx);
 /* Closes every connection still waiting (not lfd) and frees a. NULL: nothing. */
 void hidet_nccl__sk_admit_free(hn_sk_admit_t *a);
 

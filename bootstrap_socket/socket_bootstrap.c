@@ -119,6 +119,7 @@ static void close_all(hn_sk_state_t *s) {
     for (int r = 0; s->fds && r < s->nranks; r++)
         if (s->fds[r] >= 0) drain_close(s->fds[r]);
     for (int i = 0; i < s->n_left; i++) drain_close(s->left[i]);
+    hidet_nccl__sk_hub_late_close(s);
     free(s->fds);
     free(s->jobs);
     free(s->joins);
@@ -150,6 +151,7 @@ static hidet_nccl_status_t socket_init(const void *params_v, const hidet_nccl_bo
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", why);
     hn_sk_state_t *s = calloc(1, sizeof *s);
     if (s == NULL) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory");
+    s->lfd = -1;
     hidet_nccl_status_t st = served(s, msg, n);
     if (st == HIDET_NCCL_SUCCESS) st = resolve_place(&p, s, msg, n);
     if (st == HIDET_NCCL_SUCCESS) st = hidet_nccl__rank_field(p.rank, args->rank, "rank", 1, args, &s->rank, msg, n);

@@ -105,6 +105,44 @@ static hidet_nccl_status_t welcome(root_t *r, int rank, double deadline, char *m
     return HIDET_NCCL_SUCCESS;
 }
 
+/* A rank admitted after the job formed: refused, saying why (it may be a restarted rank). */
+static hidet_nccl_status_t late_take(void *ctx, const hn_sk_admitted_t *a, char *msg, size_t n) {
+    (void)msg, (void)n;
+    hn_sk_state_t *s = ctx;
+    char text[HN_SK_MAX_REFUSE];
+    snprintf(text, sizeof text, "the job (%d ranks) formed before this rank came: its socket rendezvous lives in rank 0 "
+             "and cannot take a restarted rank back in; heal needs hidet-nccl-run's (--rendezvous socket)",
+             s->job_nranks);
+    HN_WARN("socket rendezvous at port %d (job key '%s'): rank %u came from %s after the job formed (restarted, or "
+            "started twice?); refused: %s", s->port, s->key, a->rank, a->peer, HN_SK_HEAL_UNSERVED);
+    hidet_nccl__sk_send_refuse(a->fd, text);
+    close(a->fd);
+    return HIDET_NCCL_SUCCESS;
+}
+
+void hidet_nccl__sk_hub_late(hn_sk_state_t *s) {
+    if (s->late == NULL) return;
+    char msg[512];
+    int nf = hidet_nccl__sk_admit_nfds(s->late);
+    double next = hidet_nccl__now() + 60.0;
+    hidet_nccl__sk_admit_poll(s->late, s->late_fds, &next);
+    if (hidet_nccl__sk_poll(s->late_poller, s->late_fds, (size_t)nf, 0) <= 0) return;
+    if (hidet_nccl__sk_admit_events(s->late, s->late_fds, hidet_nccl__now() + 0.2, msg, sizeof msg) != HIDET_NCCL_SUCCESS)
+        HN_WARN("socket rendezvous at port %d: %s", s->port, msg);
+}
+
+void hidet_nccl__sk_hub_late_close(hn_sk_state_t *s) {
+    hidet_nccl__sk_admit_free(s->late);
+    s->late = NULL;
+    if (s->lfd >= 0) close(s->lfd);
+    s->lfd = -1;
+    if (s->late_poller) hidet_nccl__sk_poller_free(s->late_poller);
+    free(s->late_poller);
+    free(s->late_fds);
+    s->late_poller = NULL;
+    s->late_fds = NULL;
+}
+
 hidet_nccl_status_t hidet_nccl__sk_root_handshake(hn_sk_state_t *s, double deadline, char *msg, size_t n) {
     char why[512];
     int lfd = hidet_nccl__sk_listen(s->port, why, sizeof why);
@@ -123,11 +161,18 @@ hidet_nccl_status_t hidet_nccl__sk_root_handshake(hn_sk_state_t *s, double deadl
     }
     while (st == HIDET_NCCL_SUCCESS && joined(s) < s->nranks - 1)
         st = hidet_nccl__now() >= deadline ? timed_out(s, a, msg, n) : wait_once(a, fds, &poller, deadline, msg, n);
-    hidet_nccl__sk_admit_free(a);
-    close(lfd);
     for (int rank = 1; st == HIDET_NCCL_SUCCESS && rank < s->nranks; rank++) st = welcome(&r, rank, deadline, msg, n);
     hidet_nccl__sk_poller_free(&poller);
-    free(fds);
+    if (st == HIDET_NCCL_SUCCESS && (s->late_poller = calloc(1, sizeof(hn_sk_poller_t))) != NULL) {
+        hidet_nccl__sk_admit_retake(a, late_take, s); /* the port stays open: late ranks are told why not */
+        s->late = a;
+        s->lfd = lfd;
+        s->late_fds = fds;
+    } else {
+        hidet_nccl__sk_admit_free(a);
+        close(lfd);
+        free(fds);
+    }
     free(r.theirs);
     free(r.ours);
     free(r.peers);

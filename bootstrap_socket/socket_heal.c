@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "bootstrap_socket/socket_format_int.h"
+#include "bootstrap_socket/socket_handshake_int.h"
 #include "bootstrap_socket/socket_heal_int.h"
 #include "bootstrap_socket/socket_io_int.h"
 #include "bootstrap_socket/socket_rounds_int.h"
@@ -149,8 +150,10 @@ static hidet_nccl_status_t round_of(hn_sk_state_t *s, uint64_t *epoch, double wa
 
 hidet_nccl_status_t hidet_nccl__sk_heal(hn_sk_state_t *s, uint64_t *epoch, double wait_s, double timeout_s,
                                         unsigned char *members, unsigned char *joined, char *msg, size_t n) {
-    if (!s->served && s->job_nranks > 1)
+    if (!s->served && s->job_nranks > 1) {
+        hidet_nccl__sk_hub_late(s); /* rank 0: a restarted rank waiting at its port is told why not, now */
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_UNSUPPORTED, "%s", HN_SK_HEAL_UNSERVED);
+    }
     if (s->fds[0] < 0) { /* a job of one rank: nobody to meet, nobody to take in */
         if (*epoch != s->epoch + 1)
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_USAGE, "heal round %llu after round %llu",

@@ -9,10 +9,4 @@
 hidet_nccl_status_t hidet_nccl__sk_heal(hn_sk_state_t *s, uint64_t *epoch, double wait_s, double timeout_s,
                                         unsigned char *members, unsigned char *joined, char *msg, size_t n);
 
-/* Why a socket bootstrap without a served rendezvous cannot heal. */
-#define HN_SK_HEAL_UNSERVED                                                                                             \
-    "the socket rendezvous lives in rank 0 here (no hidet-nccl-run serves it), and a restarted rank cannot be taken "  \
-    "back in there: start the job with hidet-nccl-run --rendezvous socket (one node) or --master-addr/--master-port " \
-    "(several), whose served rendezvous outlives any rank and heals"
-
 #endif

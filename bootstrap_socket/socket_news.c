@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "bootstrap_socket/socket_handshake_int.h"
 #include "bootstrap_socket/socket_state_int.h"
 
 #define PEEK_BYTES (64 << 10) /* what a look sees of the bytes waiting: notices are a few hundred bytes */
@@ -49,6 +50,7 @@ int hidet_nccl__sk_peer_lost(void *state, char *msg, size_t n) {
     if (s->nranks == 1) return 0;
     if (s->served || s->rank != 0) return s->fds[0] >= 0 && news_on(s, s->fds[0], hidet_nccl__sk_hub(s), msg, n);
     char who[32];
+    hidet_nccl__sk_hub_late(state); /* rank 0: a rank that came late is told why not */
     for (int r = 1; r < s->nranks; r++) {
         snprintf(who, sizeof who, "rank %d", r);
         if (s->fds[r] >= 0 && news_on(s, s->fds[r], who, msg, n)) return 1;

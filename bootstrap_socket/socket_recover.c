@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bootstrap_socket/socket_format_int.h"
+#include "bootstrap_socket/socket_handshake_int.h"
 #include "bootstrap_socket/socket_io_int.h"
 #include "bootstrap_socket/socket_recover_int.h"
 #include "bootstrap_socket/socket_rounds_int.h"
@@ -218,5 +219,6 @@ hidet_nccl_status_t hidet_nccl__sk_recover(hn_sk_state_t *s, uint64_t epoch, dou
         if (st != HIDET_NCCL_SUCCESS && s->fds[0] >= 0) shutdown(s->fds[0], SHUT_RDWR);
         return st;
     }
+    hidet_nccl__sk_hub_late(s);
     return hub_round(s, epoch, wait_s, deadline, kept, msg, n);
 }

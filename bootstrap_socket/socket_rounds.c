@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bootstrap_socket/socket_format_int.h"
+#include "bootstrap_socket/socket_handshake_int.h"
 #include "bootstrap_socket/socket_io_int.h"
 #include "bootstrap_socket/socket_rounds_int.h"
 
@@ -197,6 +198,7 @@ hidet_nccl_status_t hidet_nccl__sk_broadcast(hn_sk_state_t *s, void *buf, size_t
         if (s->rank == root) return send_data(s, HN_SK_KIND_DATA, 0, tag, buf, bytes, deadline, msg, n);
         return recv_data(s, from, tag, buf, bytes, deadline, timeout_s, msg, n);
     }
+    hidet_nccl__sk_hub_late(s);
     hidet_nccl_status_t st = hub_whole(s, tag, msg, n);
     if (st == HIDET_NCCL_SUCCESS && root != 0) st = recv_data(s, root, tag, buf, bytes, deadline, timeout_s, msg, n);
     for (int r = 1; st == HIDET_NCCL_SUCCESS && r < s->nranks; r++)
@@ -218,6 +220,7 @@ hidet_nccl_status_t hidet_nccl__sk_allgather(hn_sk_state_t *s, const void *send,
         return st == HIDET_NCCL_SUCCESS ? recv_data(s, 0, tag, recv, all, deadline, timeout_s, msg, n) : st;
     }
     memmove(recv, send, bytes);
+    hidet_nccl__sk_hub_late(s);
     hidet_nccl_status_t st = hub_whole(s, tag, msg, n);
     for (int r = 1; st == HIDET_NCCL_SUCCESS && r < s->nranks; r++)
         st = recv_data(s, r, tag, (uint8_t *)recv + (size_t)r * bytes, bytes, deadline, timeout_s, msg, n);

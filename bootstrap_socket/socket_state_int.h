@@ -3,6 +3,7 @@
 #ifndef HIDET_NCCL_BOOTSTRAP_SOCKET_SOCKET_STATE_INT_H_
 #define HIDET_NCCL_BOOTSTRAP_SOCKET_SOCKET_STATE_INT_H_
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,10 +36,22 @@ typedef struct {
     uint32_t *waits; /* ... and the wait it asked for, in ms */
     int *left;      /* rank 0's hub: connections of ranks a recovery round left out, closed at finalize */
     int n_left;
+    /* rank 0's hub, once the job formed: its port stays open, so a rank that comes late (restarted) is
+     * told why it cannot be taken in (socket_handshake.c, hidet_nccl__sk_hub_late) */
+    int lfd;
+    struct hn_sk_admit *late;
+    struct pollfd *late_fds;
+    void *late_poller;
     uint64_t seen_epoch; /* a client: a decision read in a round (this rank had not joined), its kind and bits */
     int seen_kind;       /* HN_SK_KIND_DECIDE (bits of the numbering then) or HN_SK_KIND_HEALED (the job's) */
     uint8_t *seen_bits;
 } hn_sk_state_t;
+
+/* Why a socket bootstrap without a served rendezvous cannot heal. */
+#define HN_SK_HEAL_UNSERVED                                                                                             \
+    "the socket rendezvous lives in rank 0 here (no hidet-nccl-run serves it), and a restarted rank cannot be taken "  \
+    "back in there: start the job with hidet-nccl-run --rendezvous socket (one node) or --master-addr/--master-port " \
+    "(several), whose served rendezvous outlives any rank and heals"
 
 /* What a hub keeps of the job it serves: key, address, port, size, secret. */
 static inline void hidet_nccl__sk_job_copy(hn_sk_state_t *to, const hn_sk_state_t *job) {

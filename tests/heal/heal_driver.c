@@ -24,10 +24,13 @@
  *   --timeout S          every call's deadline (default: $HIDET_NCCL_TIMEOUT, else 20)
  *   --heal-timeout S     each heal call's (default: --timeout); the decider waits half of it
  *   --kill-every K       on rounds K, 2K, ... (never the last) one rank kills itself (SIGKILL)
+ *   --kills N            ... N times at most (rounds K .. N*K; default: no bound)
  *   --victim R           ... rank R (default: drawn from --seed and the round, the same on every rank)
  *   --seed S             (default 1)
  *   --moment US          ... at a random moment within US microseconds of the round's start (a
- *                        thread), inside a call or between them (default 0: at the round's start)
+ *                        thread), inside a call or between them (default 0: at the round's start);
+ *                        a victim still alive K/2 rounds later waits there for its death (so a
+ *                        death never falls after the job's end)
  *   --exit0              ... by _exit(0) instead: no bye, no restart by the launcher
  *   --joiner-dies C      a joiner whose $HIDET_NCCL_RESTART_COUNT is at most C (a process started
  *                        by hand counts as 0 when the variable is absent) kills itself after its
@@ -38,7 +41,11 @@
  *   --partial-ok         a heal that leaves ranks out is accepted: go on with the members
  *   --heal-every K       with --partial-ok: while not whole, the members heal again every K rounds
  *   --env-out DIR        write DIR/env.<job rank>.<pid> (this process's environment, NAME=VALUE
- *                        lines) at start, for a test that starts a joiner by hand */
+ *                        each ended by a NUL) at start, for a test that starts a joiner by hand
+ *   --wait-at K --wait-file F  every member waits at the start of round K until file F exists
+ *   --hold-heal F        a member waits before each heal until file F exists
+ * (while it waits a rank asks hidet_nccl_bootstrap_news every 10 ms, as a rank waiting on a
+ * communicator does; it prints "waiting at round K" or "holding before heal" first) */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -57,11 +64,12 @@
 extern char **environ;
 
 typedef struct {
-    int rounds, kill_every, victim, exit0, joiner_dies, member_dies_in_heal, restarted_fails, partial_ok, heal_every;
+    int rounds, kill_every, kills, victim, exit0, joiner_dies, member_dies_in_heal, restarted_fails, partial_ok, heal_every;
     long moment_us;
     unsigned long long seed;
     double timeout, heal_timeout;
-    const char *env_out;
+    const char *env_out, *wait_file, *hold_heal;
+    int wait_at;
 } opts_t;
 
 typedef struct {
@@ -73,10 +81,11 @@ typedef struct { /* what a rank was told by a heal, compared across the members 
     unsigned char members[MAX_RANKS], joined[MAX_RANKS];
 } view_t;
 
-static opts_t o = {.victim = -1, .joiner_dies = -1, .member_dies_in_heal = -1, .seed = 1};
+static opts_t o = {.victim = -1, .joiner_dies = -1, .member_dies_in_heal = -1, .seed = 1, .wait_at = -1};
 static int g_job_rank = -1, g_job_size = 0, g_restart = 0;
 static int g_epoch = -1;                     /* heal rounds done (-1: unknown yet, on a joiner) */
 static unsigned char g_members[MAX_RANKS];   /* the current members, in job numbering */
+static int g_kill_pending = -1;              /* the round whose death a thread will bring */
 
 static long long unix_us(void) {
     struct timespec ts;
@@ -135,6 +144,7 @@ static void *killer(void *arg) {
 static void die_soon(int round, uint64_t salt, const char *where) {
     static killer_t k;
     if (o.moment_us <= 0) kill_now(round, where);
+    g_kill_pending = round;
     k = (killer_t){(long)(mix(o.seed ^ salt) % (uint64_t)o.moment_us), round, where};
     pthread_t t;
     if (pthread_create(&t, NULL, killer, &k) != 0) kill_now(round, where);
@@ -182,6 +192,7 @@ static void parse(int argc, char **argv) {
         if (strcmp(a, "--timeout") == 0) o.timeout = arg_seconds(a, v);
         else if (strcmp(a, "--heal-timeout") == 0) o.heal_timeout = arg_seconds(a, v);
         else if (strcmp(a, "--kill-every") == 0) o.kill_every = (int)arg_int(a, v, 0, 100000000);
+        else if (strcmp(a, "--kills") == 0) o.kills = (int)arg_int(a, v, 0, 100000000);
         else if (strcmp(a, "--victim") == 0) o.victim = (int)arg_int(a, v, 0, MAX_RANKS - 1);
         else if (strcmp(a, "--seed") == 0) o.seed = (unsigned long long)arg_int(a, v, 0, 1L << 40);
         else if (strcmp(a, "--moment") == 0) o.moment_us = arg_int(a, v, 0, 100000000);
@@ -189,9 +200,27 @@ static void parse(int argc, char **argv) {
         else if (strcmp(a, "--member-dies-in-heal") == 0) o.member_dies_in_heal = (int)arg_int(a, v, 0, MAX_RANKS - 1);
         else if (strcmp(a, "--heal-every") == 0) o.heal_every = (int)arg_int(a, v, 1, 100000000);
         else if (strcmp(a, "--env-out") == 0) o.env_out = v;
+        else if (strcmp(a, "--wait-at") == 0) o.wait_at = (int)arg_int(a, v, 0, 100000000);
+        else if (strcmp(a, "--wait-file") == 0) o.wait_file = v;
+        else if (strcmp(a, "--hold-heal") == 0) o.hold_heal = v;
         else die(2, "unknown option %s", a);
     }
     if (o.heal_timeout == 0) o.heal_timeout = o.timeout;
+    if ((o.wait_at >= 0) != (o.wait_file != NULL)) die(2, "--wait-at and --wait-file go together");
+}
+
+/* Waits until path exists (what: the line said first), asking news every 10 ms meanwhile. */
+static void wait_file(hidet_nccl_bootstrap_h bs, const char *path, const char *what) {
+    printf("%s\n", what);
+    fflush(stdout);
+    double until = mono_s() + 6 * o.timeout + 60;
+    while (access(path, F_OK) != 0) {
+        int news = 0;
+        (void)hidet_nccl_bootstrap_news(bs, &news);
+        if (mono_s() > until) die(1, "%s: %s never came", what, path);
+        struct timespec t = {0, 10000000L};
+        nanosleep(&t, NULL);
+    }
 }
 
 static void write_env(void) {
@@ -200,7 +229,7 @@ static void write_env(void) {
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (f == NULL) die(1, "cannot write %s: %s", tmp, strerror(errno));
-    for (char **e = environ; *e; e++) fprintf(f, "%s\n", *e);
+    for (char **e = environ; *e; e++) fprintf(f, "%s%c", *e, 0); /* NUL-ended: a value may hold a newline */
     if (fclose(f) != 0 || rename(tmp, path) != 0) die(1, "cannot write %s: %s", path, strerror(errno));
 }
 
@@ -296,6 +325,7 @@ static void heal(hidet_nccl_bootstrap_h bs, int joiner, int *round, int *whole) 
     first = 0;
     double until = mono_s() + 2 * o.heal_timeout;
     for (;;) {
+        if (!joiner && o.hold_heal) wait_file(bs, o.hold_heal, "holding before heal");
         int rc = heal_once(bs, joiner, round, whole);
         joiner = 0; /* a joiner taken in is a member from then on */
         if (rc == 0 && (*whole || o.partial_ok)) return;
@@ -339,7 +369,16 @@ int main(int argc, char **argv) {
             last_heal = round;
             continue;
         }
-        if (o.kill_every && round > first_round && round % o.kill_every == 0 && round < o.rounds - 1) {
+        if (round == o.wait_at) {
+            char what[64];
+            snprintf(what, sizeof what, "waiting at round %d", round);
+            wait_file(bs, o.wait_file, what);
+            o.wait_at = -1;
+        }
+        if (g_kill_pending >= 0 && round >= g_kill_pending + (o.kill_every > 1 ? o.kill_every / 2 : 1))
+            for (;;) pause(); /* its death is on the way (the killer thread): the others wait for this rank */
+        if (o.kill_every && round > first_round && round % o.kill_every == 0 && round + o.kill_every < o.rounds &&
+            (o.kills == 0 || round / o.kill_every <= o.kills)) {
             int victim = o.victim >= 0 ? o.victim : (int)(mix(o.seed * 1000003ull + (uint64_t)round) % (uint64_t)g_job_size);
             if (victim == g_job_rank) die_soon(round, (uint64_t)round, "in its round");
         }
