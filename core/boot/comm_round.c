@@ -10,8 +10,8 @@ hidet_nccl_status_t hidet_nccl__comm_round_take(int comm_id, const hn_slot_t *sl
     int rc = hidet_nccl__comm_boot_take(comm_id, b);
     if (rc == -3)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
-                       "communicator id %d was recovered or healed already, into id %d (recover or heal that one if "
-                       "it fails too)",
+                       "communicator id %d was recovered already, or healed, into id %d (recover or heal that one "
+                       "if it fails too)",
                        comm_id, b->recovered_into);
     if (rc == -2)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
