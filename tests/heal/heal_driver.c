@@ -45,7 +45,10 @@
  *   --wait-at K --wait-file F  every member waits at the start of round K until file F exists
  *   --hold-heal F        a member waits before each heal until file F exists
  * (while it waits a rank asks hidet_nccl_bootstrap_news every 10 ms, as a rank waiting on a
- * communicator does; it prints "waiting at round K" or "holding before heal" first) */
+ * communicator does; it prints "waiting at round K" or "holding before heal" first; news ends a
+ * wait at round K: "news at round K: ...", and the rank heals)
+ *   --heal-at K --healer R --healer-file F  rank R begins a heal round at the start of round K,
+ *                        nobody having died, once file F exists */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -68,8 +71,8 @@ typedef struct {
     long moment_us;
     unsigned long long seed;
     double timeout, heal_timeout;
-    const char *env_out, *wait_file, *hold_heal;
-    int wait_at;
+    const char *env_out, *wait_file, *hold_heal, *healer_file;
+    int wait_at, heal_at, healer;
 } opts_t;
 
 typedef struct {
@@ -81,7 +84,8 @@ typedef struct { /* what a rank was told by a heal, compared across the members 
     unsigned char members[MAX_RANKS], joined[MAX_RANKS];
 } view_t;
 
-static opts_t o = {.victim = -1, .joiner_dies = -1, .member_dies_in_heal = -1, .seed = 1, .wait_at = -1};
+static opts_t o = {.victim = -1, .joiner_dies = -1, .member_dies_in_heal = -1, .seed = 1, .wait_at = -1, .heal_at = -1,
+                   .healer = -1};
 static int g_job_rank = -1, g_job_size = 0, g_restart = 0;
 static int g_epoch = -1;                     /* heal rounds done (-1: unknown yet, on a joiner) */
 static unsigned char g_members[MAX_RANKS];   /* the current members, in job numbering */
@@ -203,24 +207,30 @@ static void parse(int argc, char **argv) {
         else if (strcmp(a, "--wait-at") == 0) o.wait_at = (int)arg_int(a, v, 0, 100000000);
         else if (strcmp(a, "--wait-file") == 0) o.wait_file = v;
         else if (strcmp(a, "--hold-heal") == 0) o.hold_heal = v;
+        else if (strcmp(a, "--heal-at") == 0) o.heal_at = (int)arg_int(a, v, 0, 100000000);
+        else if (strcmp(a, "--healer-file") == 0) o.healer_file = v;
+        else if (strcmp(a, "--healer") == 0) o.healer = (int)arg_int(a, v, 0, MAX_RANKS - 1);
         else die(2, "unknown option %s", a);
     }
     if (o.heal_timeout == 0) o.heal_timeout = o.timeout;
     if ((o.wait_at >= 0) != (o.wait_file != NULL)) die(2, "--wait-at and --wait-file go together");
 }
 
-/* Waits until path exists (what: the line said first), asking news every 10 ms meanwhile. */
-static void wait_file(hidet_nccl_bootstrap_h bs, const char *path, const char *what) {
+/* Waits until path exists (what: the line said first), asking news every 10 ms meanwhile; with
+ * news_ends, news ends the wait too. 1 when news ended it, else 0. */
+static int wait_file(hidet_nccl_bootstrap_h bs, const char *path, const char *what, int news_ends) {
     printf("%s\n", what);
     fflush(stdout);
     double until = mono_s() + 6 * o.timeout + 60;
     while (access(path, F_OK) != 0) {
         int news = 0;
         (void)hidet_nccl_bootstrap_news(bs, &news);
+        if (news && news_ends) return 1;
         if (mono_s() > until) die(1, "%s: %s never came", what, path);
         struct timespec t = {0, 10000000L};
         nanosleep(&t, NULL);
     }
+    return 0;
 }
 
 static void write_env(void) {
@@ -325,7 +335,7 @@ static void heal(hidet_nccl_bootstrap_h bs, int joiner, int *round, int *whole) 
     first = 0;
     double until = mono_s() + 2 * o.heal_timeout;
     for (;;) {
-        if (!joiner && o.hold_heal) wait_file(bs, o.hold_heal, "holding before heal");
+        if (!joiner && o.hold_heal) wait_file(bs, o.hold_heal, "holding before heal", 0);
         int rc = heal_once(bs, joiner, round, whole);
         joiner = 0; /* a joiner taken in is a member from then on */
         if (rc == 0 && (*whole || o.partial_ok)) return;
@@ -369,11 +379,25 @@ int main(int argc, char **argv) {
             last_heal = round;
             continue;
         }
+        if (round == o.heal_at && g_job_rank == o.healer) {
+            o.heal_at = -1;
+            if (o.wait_at == round) o.wait_at = -1; /* the healer begins the round the others wait in */
+            if (o.healer_file) wait_file(bs, o.healer_file, "the healer waits", 0);
+            heal(bs, 0, &round, &whole);
+            last_heal = round;
+            continue;
+        }
         if (round == o.wait_at) {
             char what[64];
             snprintf(what, sizeof what, "waiting at round %d", round);
-            wait_file(bs, o.wait_file, what);
             o.wait_at = -1;
+            if (wait_file(bs, o.wait_file, what, 1)) {
+                printf("news at round %d\n", round);
+                fflush(stdout);
+                heal(bs, 0, &round, &whole);
+                last_heal = round;
+                continue;
+            }
         }
         if (g_kill_pending >= 0 && round >= g_kill_pending + (o.kill_every > 1 ? o.kill_every / 2 : 1))
             for (;;) pause(); /* its death is on the way (the killer thread): the others wait for this rank */

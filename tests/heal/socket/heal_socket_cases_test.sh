@@ -2,6 +2,9 @@
 # Heal over the socket rendezvous (issue 39): the refusals and the hard cases, one job of
 # tests/heal/heal_driver each (3 ranks under hidet-nccl-run --rendezvous socket unless said), with
 # processes started by hand from a rank's own environment (the driver's --env-out):
+#   news         a member begins a heal round, nobody having died: the others, waiting (not in a
+#                call), hear of it through hidet_nccl_bootstrap_news and join; nothing changes but
+#                the epoch
 #   live         a process for a live rank is refused (told and logged: a live member)
 #   race         two processes for one dead rank at once: one joins, the other is refused
 #   secret       a joiner without the secret, and one with another, are refused; one started by
@@ -67,10 +70,26 @@ hand() {
 env_of() { ls "$1"/env/env."$2".* >/dev/null 2>&1; }
 ended() { ! kill -0 "$1" 2>/dev/null; }
 
+# ---------------------------------------------------------------- news
+failed_before=$failed
+d=$BASE/news
+LAUNCH=""
+job "$d" 3 10 --wait-at 3 --wait-file "$d/never" --heal-at 3 --healer 1 --healer-file "$d/heal"
+wait_for 30 "ranks 0 and 2 at round 3" bash -c "[ \$(grep -c '^\[[02]\] waiting at round 3' '$d/out') -eq 2 ]"
+touch "$d/heal"
+wait "$JOB"
+rc=$?
+check "news: the job ends well (exit $rc)" [ $rc -eq 0 ]
+check "news: ranks 0 and 2 heard of rank 1's heal round while they waited" bash -c \
+    "grep -q '^\[0\] news at round 3' '$d/out' && grep -q '^\[2\] news at round 3' '$d/out'"
+check "news: a round with nobody lost or taken in: the same on every rank" count_is "$d/out" \
+    "heal round 1 members 0 1 2 joined none rank [0-2] took" 3
+check "news: every rank done" count_is "$d/out" "done rank [0-2] rounds 10 epoch 1 members 0 1 2$" 3
+[ $failed -eq $failed_before ] || show "$d/out" "$d/err"
+
 # ---------------------------------------------------------------- live
 failed_before=$failed
 d=$BASE/live
-LAUNCH=""
 job "$d" 3 20 --wait-at 2 --wait-file "$d/go"
 wait_for 30 "the ranks at round 2" bash -c "[ \$(grep -c 'waiting at round 2' '$d/out') -eq 3 ]"
 hand "$d" twin 1 -- 5
