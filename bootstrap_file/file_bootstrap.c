@@ -5,7 +5,8 @@
  * finalize tidies what the roster and the recovery rounds left (file_sweep.c) and removes it. A broadcast or an allgather is one round: rank 0 (the
  * root) publishes, the others wait, nothing is left behind; the protocol is file_round_int.h's,
  * the root's side file_root.c's, a reader's file_reader.c's. After the first round it rooted,
- * rank 0 puts the roster of every rank's process; recovery rounds are file_recover.c's, their
+ * rank 0 puts the roster of every rank's process; recovery rounds are file_recover.c's, heal
+ * rounds file_heal.c's (a restarted rank is told from a forming one by file_joining.c), their
  * tidying file_sweep.c's. */
 #include <pthread.h>
 #include <stdio.h>
@@ -13,7 +14,9 @@
 #include <string.h>
 
 #include "bootstrap_file/file_format_int.h"
+#include "bootstrap_file/file_heal_int.h"
 #include "bootstrap_file/file_io_int.h"
+#include "bootstrap_file/file_joining_int.h"
 #include "bootstrap_file/file_names_int.h"
 #include "bootstrap_file/file_peers_int.h"
 #include "bootstrap_file/file_presence_int.h"
@@ -126,19 +129,32 @@ static hidet_nccl_status_t file_init(const void *params_v, const hidet_nccl_boot
                              s->local_rank, s->local_size);
     if (st == HIDET_NCCL_SUCCESS && hidet_nccl__job_secret(s->secret, &s->secret_len, why, sizeof why) < 0)
         st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s", why);
-    if (st == HIDET_NCCL_SUCCESS && (s->peers = calloc((size_t)s->nranks, sizeof *s->peers)) == NULL)
+    if (st == HIDET_NCCL_SUCCESS && ((s->peers = calloc((size_t)s->nranks, sizeof *s->peers)) == NULL ||
+                                     (s->job_of = malloc(sizeof *s->job_of * (size_t)s->nranks)) == NULL))
         st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", s->nranks);
     if (st != HIDET_NCCL_SUCCESS) {
         explicit_bzero(s->secret, sizeof s->secret);
+        free(s->peers);
         free(s);
         return st;
     }
+    for (int r = 0; r < s->nranks; r++) s->job_of[r] = r;
+    s->first_rank = s->rank;
+    s->first_size = s->nranks;
     s->generation = next_generation(s->dir, s->key);
     hidet_nccl__bf_this_host(s->host);
-    if (s->nranks > 1 && (s->rank == 0 || s->local_rank == 0)) hidet_nccl__bf_sweep_ended(s);
-    if (s->nranks > 1 && (st = hidet_nccl__bf_presence_put(s, msg, n)) != HIDET_NCCL_SUCCESS) {
+    /* A restarted rank of a job that went on joins it by a heal round: it touches nothing of the
+     * job's (no sweep; no presence, which a live process as this rank may hold) until one takes
+     * it in. */
+    char formed[1024];
+    if ((s->joining = hidet_nccl__bf_job_formed(s, formed, sizeof formed)) != 0)
+        HN_INFO("rank %d of %d (job key '%s' in %s) joins a job that goes on without it: %s", s->rank, s->nranks,
+                s->key, s->dir, formed);
+    if (!s->joining && s->nranks > 1 && (s->rank == 0 || s->local_rank == 0)) hidet_nccl__bf_sweep_ended(s);
+    if (!s->joining && s->nranks > 1 && (st = hidet_nccl__bf_presence_put(s, msg, n)) != HIDET_NCCL_SUCCESS) {
         explicit_bzero(s->secret, sizeof s->secret);
         free(s->peers);
+        free(s->job_of);
         free(s);
         return st;
     }
@@ -174,6 +190,7 @@ static hidet_nccl_status_t file_finalize(void *state, char *msg, size_t msg_byte
     hidet_nccl__bf_presence_drop(s);
     explicit_bzero(s->secret, sizeof s->secret);
     free(s->peers);
+    free(s->job_of);
     free(state);
     return st;
 }
@@ -230,4 +247,6 @@ const hidet_nccl_bootstrap_v4_t hidet_nccl_bootstrap_file_v4 = {
     .finalize = file_finalize,
     .recover = hidet_nccl__bf_recover,
     .peer_lost = hidet_nccl__bf_peer_lost,
+    .joining = hidet_nccl__bf_joining,
+    .heal = hidet_nccl__bf_heal,
 };

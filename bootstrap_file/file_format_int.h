@@ -27,6 +27,16 @@
  *                  kept rank's join's process, a rank not kept's as the decider knew it (zeros:
  *                  never seen)), then the MAC as an announce's (rank: the decider, kept; at
  *                  least one kept)
+ *   request body:  nonce[16], u64 when it was put (Unix ms), u32 pid, host[64] (a restarted
+ *                  rank asking to be taken back in; rank: its job rank, world: the job's size),
+ *                  then the MAC as a hello's
+ *   heal body:     u64 epoch, u32 kept count, then world size (the job's) members of 85 bytes as
+ *                  a decision's, whose first byte holds flags: 1 kept (a member after the round),
+ *                  2 taken in (a joiner: the nonce is its request's), 4 a member before the round
+ *                  (its join's place: its rank among those); only 0, 3, 4, 5, 7; then u32 refusal
+ *                  count (at most HN_BF_MAX_REFUSALS) and that many refusals of 13 bytes (u32 job
+ *                  rank, u8 reason, the request's id: the first 8 bytes of its nonce), then the
+ *                  MAC (rank: the decider, a member before and after)
  */
 #ifndef HIDET_NCCL_BOOTSTRAP_FILE_FILE_FORMAT_INT_H_
 #define HIDET_NCCL_BOOTSTRAP_FILE_FILE_FORMAT_INT_H_
@@ -40,6 +50,8 @@
 #define HN_BF_KIND_CLAIM 3
 #define HN_BF_KIND_JOIN 4
 #define HN_BF_KIND_DECISION 5
+#define HN_BF_KIND_REQUEST 6
+#define HN_BF_KIND_HEAL 7
 #define HN_BF_CLAIM_COLLIDED 1u
 #define HN_BF_HOST_BYTES 64
 #define HN_BF_CLAIM_BODY (HN_BF_NONCE + 8 + 4 + 4 + HN_BF_HOST_BYTES)
@@ -56,6 +68,19 @@
 /* A decision's fixed fields, and each rank's member. */
 #define HN_BF_DECISION_FIXED (8 + 4)
 #define HN_BF_MEMBER (1 + HN_BF_NONCE + 4 + HN_BF_HOST_BYTES)
+/* A request's body before its MAC: a join's layout (its u64 is when it was put). */
+#define HN_BF_REQUEST_BODY HN_BF_JOIN_BODY
+/* A heal decision's member flags. */
+#define HN_BF_HEAL_KEPT 1u   /* a member after the round */
+#define HN_BF_HEAL_JOINED 2u /* taken in: a restarted rank (its request's nonce) */
+#define HN_BF_HEAL_BEFORE 4u /* a member before the round */
+/* A refusal of a request in a heal decision, and why. */
+#define HN_BF_REQUEST_ID 8
+#define HN_BF_REFUSAL (4 + 1 + HN_BF_REQUEST_ID)
+#define HN_BF_MAX_REFUSALS 256
+#define HN_BF_REFUSED_LIVE 1   /* its job rank is a live member */
+#define HN_BF_REFUSED_SECOND 2 /* another process asks for (or was taken in as) that rank first */
+#define HN_BF_REFUSED_CHECKS 3 /* it failed its checks (not this job's MAC, corrupt, not this user's) */
 /* The largest file any kind can be (a decision of the largest world is smaller). */
 #define HN_BF_MAX_FILE (HN_BF_HEADER + 4 + HN_BF_MAX_DATA + HN_BF_NONCE * HN_BF_MAX_WORLD + HN_BF_MAC + 4)
 _Static_assert(HN_BF_DECISION_FIXED + (size_t)HN_BF_MEMBER * HN_BF_MAX_WORLD + HN_BF_MAC <=
@@ -78,18 +103,29 @@ typedef struct {
     uint64_t expiry_ms;    /* claim: Unix time in ms after which the claim is stale */
     uint32_t pid, flags;   /* claim, hello, join, decision: the writer's process id; claim: HN_BF_CLAIM_COLLIDED */
     char host[HN_BF_HOST_BYTES + 1]; /* claim, hello, join: the writer's host name; decision: the decider's */
-    uint64_t epoch;        /* join, decision: the recovery round (a decision of epoch 0: the roster) */
-    uint32_t kept_count;   /* decision: how many ranks it keeps (>= 1, the decider among them) */
-    const uint8_t *members; /* decision: world_size members (hidet_nccl__bf_member reads one) */
+    uint64_t epoch;        /* join, decision, heal: the recovery or heal round (a decision of epoch 0: the roster) */
+    uint64_t asked_ms;     /* request: when it was put (Unix ms) */
+    uint32_t kept_count;   /* decision, heal: how many ranks it keeps (>= 1, the decider among them) */
+    const uint8_t *members; /* decision, heal: world_size members (hidet_nccl__bf_member reads one) */
+    uint32_t refusals;     /* heal: how many requests it refused (hidet_nccl__bf_refusal reads one) */
+    const uint8_t *refused;
 } hidet_nccl__bf_msg_t;
 
-/* One rank's member of a decision. */
+/* One rank's member of a decision (or heal decision). */
 typedef struct {
-    int kept;
+    int kept;       /* flags & 1 */
+    unsigned flags; /* a decision: kept; a heal decision: HN_BF_HEAL_* */
     uint8_t nonce[HN_BF_NONCE];
     uint32_t pid;
     char host[HN_BF_HOST_BYTES + 1];
 } hidet_nccl__bf_member_t;
+
+/* A request refused by a heal decision. */
+typedef struct {
+    uint32_t rank;
+    int reason; /* HN_BF_REFUSED_* */
+    uint8_t id[HN_BF_REQUEST_ID];
+} hidet_nccl__bf_refusal_t;
 
 /* Encodes into out (capacity cap); returns the length, or 0 if it does not fit. */
 size_t hidet_nccl__bf_encode_hello(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
@@ -110,8 +146,22 @@ size_t hidet_nccl__bf_encode_join(uint8_t *out, size_t cap, const char *key, uin
 size_t hidet_nccl__bf_encode_decision(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                                       uint32_t decider, uint64_t epoch, const hidet_nccl__bf_member_t *members,
                                       int with_mac);
-/* Member r (< world_size) of a parsed decision. */
+/* Member r (< world_size) of a parsed decision or heal decision. */
 void hidet_nccl__bf_member(const hidet_nccl__bf_msg_t *msg, uint32_t r, hidet_nccl__bf_member_t *out);
+/* A request of job rank `rank` of a job of `world` ranks (seq: the bootstrap's first round's). */
+size_t hidet_nccl__bf_encode_request(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
+                                     uint32_t rank, const uint8_t nonce[HN_BF_NONCE], uint64_t asked_ms, uint32_t pid,
+                                     const char *host, int with_mac);
+/* A heal decision of `decider` over the job's world ranks (members[r].flags: HN_BF_HEAL_*; the
+ * nonce of a kept one: its join's, or a joiner's request's), and n_refused refusals. 0 if it is
+ * no heal decision (a flag not 0, 3, 4, 5 or 7; a member out with a nonce is written without
+ * it; the decider not a member before and after; nobody kept; too many refusals, one of a rank
+ * past the world or with an unknown reason) or does not fit. */
+size_t hidet_nccl__bf_encode_heal(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
+                                  uint32_t decider, uint64_t epoch, const hidet_nccl__bf_member_t *members,
+                                  const hidet_nccl__bf_refusal_t *refused, uint32_t n_refused, int with_mac);
+/* Refusal i (< refusals) of a parsed heal decision. */
+void hidet_nccl__bf_refusal(const hidet_nccl__bf_msg_t *msg, uint32_t i, hidet_nccl__bf_refusal_t *out);
 /* with_mac (hello, announce, join, decision): room for the MAC at the body's end, zeroed, for the writer to fill. */
 size_t hidet_nccl__bf_encode_announce(uint8_t *out, size_t cap, const char *key, uint64_t seq, uint32_t world,
                                       uint32_t root, const void *data, uint32_t data_bytes, const uint8_t *nonces,

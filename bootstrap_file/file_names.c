@@ -34,6 +34,34 @@ void hidet_nccl__bf_recovery_path(const hn_bf_state_t *s, uint64_t epoch, int ra
         snprintf(out, n, "%s/hidet-nccl.%s.%llu.join.%d%s", s->dir, s->key, seq, rank, mark);
 }
 
+void hidet_nccl__bf_request_path(const hn_bf_state_t *s, int rank, const uint8_t *id, char *out, size_t n) {
+    unsigned long long seq = (unsigned long long)hidet_nccl__bf_recovery_seq(s, 0);
+    char hex[2 * HN_BF_REQUEST_ID + 1];
+    for (int i = 0; i < HN_BF_REQUEST_ID; i++) snprintf(hex + 2 * i, 3, "%02x", id[i]);
+    snprintf(out, n, "%s/hidet-nccl.%s.%llu.request.%d.%s", s->dir, s->key, seq, rank, hex);
+}
+
+/* 16 lowercase hex digits at p into id: 0, or -1. */
+static int hex_id(const char *p, uint8_t id[HN_BF_REQUEST_ID]) {
+    for (int i = 0; i < 2 * HN_BF_REQUEST_ID; i++) {
+        int v = p[i] >= '0' && p[i] <= '9' ? p[i] - '0' : p[i] >= 'a' && p[i] <= 'f' ? p[i] - 'a' + 10 : -1;
+        if (v < 0) return -1;
+        if (id != NULL) id[i / 2] = (uint8_t)(i % 2 ? (id[i / 2] | v) : v << 4);
+    }
+    return 0;
+}
+
+int hidet_nccl__bf_request_name_id(const char *key, const char *name, uint8_t id[HN_BF_REQUEST_ID]) {
+    uint64_t seq;
+    int r, tmp;
+    if (hidet_nccl__bf_name_kind(key, name, &seq, &r, &tmp) != HN_BF_NAME_REQUEST) return -1;
+    const char *at = name + 12 + strlen(key); /* "hidet-nccl.<key>." */
+    while (*at >= '0' && *at <= '9') at++;
+    at += 1 + 8; /* ".request." less its first dot */
+    while (*at >= '0' && *at <= '9') at++;
+    return hex_id(at + 1, id);
+}
+
 /* "<word>.<digits>" at *at: the number (at most 9 digits), *at past it; -1 if not there. */
 static int ranked(const char **at, const char *word) {
     size_t len = strlen(word);
@@ -74,6 +102,10 @@ int hidet_nccl__bf_name_kind(const char *key, const char *name, uint64_t *seq, i
         *rank = r, kind = HN_BF_NAME_ROUND;
         if (strncmp(at, ".gaveup", 7) == 0) at += 7;
         else if (strncmp(at, ".failed", 7) == 0) at += 7;
+    } else if ((r = ranked(&at, "request")) >= 0) {
+        if (*at != '.' || hex_id(at + 1, NULL) != 0) return HN_BF_NAME_OTHER;
+        at += 1 + 2 * HN_BF_REQUEST_ID;
+        *rank = r, kind = HN_BF_NAME_REQUEST;
     } else if ((r = ranked(&at, "join")) >= 0) {
         *rank = r, kind = HN_BF_NAME_JOIN;
         if (strncmp(at, HN_BF_MARK_LEFTOUT, strlen(HN_BF_MARK_LEFTOUT)) == 0) {

@@ -28,6 +28,13 @@ void hidet_nccl__bf_round_path(const hn_bf_state_t *s, uint64_t seq, int hello_r
 void hidet_nccl__bf_recovery_path(const hn_bf_state_t *s, uint64_t epoch, int rank, const char *mark, char *out,
                                   size_t n);
 
+/* A restarted rank's request to be taken back in, for job rank `rank`, named by its id (the first
+ * HN_BF_REQUEST_ID bytes of its nonce, in hex): <dir>/hidet-nccl.<key>.<seq>.request.<rank>.<id>,
+ * seq: the bootstrap's first round's (a request outlives heal rounds until it is taken). */
+void hidet_nccl__bf_request_path(const hn_bf_state_t *s, int rank, const uint8_t *id, char *out, size_t n);
+/* The id in a request's name (its entry in the directory, as hidet_nccl__bf_name_kind read it). 0, or -1. */
+int hidet_nccl__bf_request_name_id(const char *key, const char *name, uint8_t id[HN_BF_REQUEST_ID]);
+
 /* What a rank left out of a recovery round leaves in place of its join once it read the
  * decision: it knows, so the decision need not wait for it any more. */
 #define HN_BF_MARK_LEFTOUT ".leftout"
@@ -38,7 +45,8 @@ enum {
     HN_BF_NAME_ROUND,     /* root, id, hello.<r>, or a reader's mark hello.<r>.gaveup / .failed */
     HN_BF_NAME_JOIN,      /* join.<r> */
     HN_BF_NAME_LEFTOUT,   /* join.<r>.leftout */
-    HN_BF_NAME_DECISION   /* decision */
+    HN_BF_NAME_DECISION,  /* decision (a recovery round's, the roster, or a heal round's) */
+    HN_BF_NAME_REQUEST    /* request.<r>.<id>: a restarted rank's */
 };
 /* Reads name (an entry of the directory): the kind, *seq, *rank (hello's, join's; else -1) and
  * *tmp (1: a temporary file of that name: ".tmp.<host>.<pid>.<random>" follows). */

@@ -46,7 +46,7 @@ hidet_nccl_status_t hidet_nccl__bf_peer_left(const hn_bf_state_t *s, int r, cons
     hn_bf_join_t j;
     if (!joined_next(s, r, path, sizeof path, &j)) return HIDET_NCCL_SUCCESS;
     return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
-                           "rank %d (%s) gave this round up: it joined recovery round %llu (pid %u on host '%s', %s); "
+                           "rank %d (%s) gave this round up: it joined recovery or heal round %llu (pid %u on host '%s', %s); "
                            "a rank died: call hidet_nccl_bootstrap_recover (or hidet_nccl_comm_recover)", r, role,
                            (unsigned long long)(s->epoch + 1), j.pid, j.host, path);
 }
@@ -110,6 +110,15 @@ int hidet_nccl__bf_decision_read(const hn_bf_state_t *s, uint64_t epoch, uint32_
     hidet_nccl__bf_recovery_path(s, epoch, -1, "", path, sizeof path);
     size_t max = HN_BF_HEADER + HN_BF_DECISION_FIXED + (size_t)HN_BF_MEMBER * world + HN_BF_MAC + 4;
     return read_record(s, path, HN_BF_KIND_DECISION, epoch, world, -1, max, "its decider", data, m, why, why_bytes);
+}
+
+int hidet_nccl__bf_heal_read(const hn_bf_state_t *s, uint64_t epoch, uint32_t world, uint8_t **data,
+                             hidet_nccl__bf_msg_t *m, char *why, size_t why_bytes) {
+    char path[PATH_BYTES];
+    hidet_nccl__bf_recovery_path(s, epoch, -1, "", path, sizeof path);
+    size_t max = HN_BF_HEADER + HN_BF_DECISION_FIXED + (size_t)HN_BF_MEMBER * world + 4 +
+                 (size_t)HN_BF_REFUSAL * HN_BF_MAX_REFUSALS + HN_BF_MAC + 4;
+    return read_record(s, path, HN_BF_KIND_HEAL, epoch, world, -1, max, "its decider", data, m, why, why_bytes);
 }
 
 int hidet_nccl__bf_record_read_any(const hn_bf_state_t *s, const char *path, int kind, uint8_t **data, size_t *len,
@@ -223,7 +232,7 @@ int hidet_nccl__bf_peer_lost(void *state, char *msg, size_t n) {
         int r = (s->probe_next + k) % s->nranks;
         if (r == s->rank || !joined_next(s, r, path, sizeof path, &j)) continue;
         hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d of the shared-file rendezvous (pid %u on '%s') "
-                        "began recovery round %llu (its join: %s)", r, j.pid, j.host,
+                        "began recovery or heal round %llu (its join: %s)", r, j.pid, j.host,
                         (unsigned long long)(s->epoch + 1), path);
         return 1;
     }

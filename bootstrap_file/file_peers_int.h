@@ -47,6 +47,9 @@ int hidet_nccl__bf_join_read(const hn_bf_state_t *s, uint64_t epoch, uint32_t wo
  * job's (its MAC; *data and *m as for 1, freed by the caller too), as join_read. */
 int hidet_nccl__bf_decision_read(const hn_bf_state_t *s, uint64_t epoch, uint32_t world, uint8_t **data,
                                  hidet_nccl__bf_msg_t *m, char *why, size_t why_bytes);
+/* The heal decision of round epoch over the job's `world` ranks, as decision_read. */
+int hidet_nccl__bf_heal_read(const hn_bf_state_t *s, uint64_t epoch, uint32_t world, uint8_t **data,
+                             hidet_nccl__bf_msg_t *m, char *why, size_t why_bytes);
 /* A file of this key at path parsed as a record of `kind` whatever its round, world or MAC (for
  * what an ended job left): 1 (*data, *len, *m; freed by the caller), else 0. */
 int hidet_nccl__bf_record_read_any(const hn_bf_state_t *s, const char *path, int kind, uint8_t **data, size_t *len,

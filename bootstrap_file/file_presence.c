@@ -27,14 +27,14 @@ static int judge(const hn_bf_state_t *s, const char *path, const struct stat *th
     if (got != 1 && got != 3) return 0; /* torn, another round's or world's: this user's, nobody's now */
     if (strcmp(j.host, s->host) != 0) {
         HN_INFO("rank %d: %s is the presence of pid %u on host '%s' as this rank (an ended job's, or a second process "
-                "there: whether it lives cannot be seen from this host); replaced", s->rank, path, j.pid, j.host);
+                "there: whether it lives cannot be seen from this host); replaced", s->first_rank, path, j.pid, j.host);
         return 0;
     }
     if (hidet_nccl__bf_process_gone(j.pid, j.host) || j.pid == (uint32_t)getpid()) return 0;
     snprintf(why, n, "%s is the presence of another live process as rank %d (pid %u on this host, '%s')%s: two "
              "processes were started as rank %d of job key '%s' in %s; both fail: this one now, that one at its next "
-             "bootstrap call or its end. Start each rank once, and give each job its own key", path, s->rank, j.pid,
-             j.host, got == 3 ? ", of another job (its MAC is not this job's secret's)" : "", s->rank, s->key, s->dir);
+             "bootstrap call or its end. Start each rank once, and give each job its own key", path, s->first_rank, j.pid,
+             j.host, got == 3 ? ", of another job (its MAC is not this job's secret's)" : "", s->first_rank, s->key, s->dir);
     return 1;
 }
 
@@ -49,19 +49,20 @@ static hidet_nccl_status_t hold(hn_bf_state_t *s, const char *path) {
     return HIDET_NCCL_SUCCESS;
 }
 
-hidet_nccl_status_t hidet_nccl__bf_presence_put(hn_bf_state_t *s, char *msg, size_t n) {
+/* Puts this rank's presence (its job rank's, s->first_*); a live process's there: with `joined`
+ * (a restarted rank taken in) left as it is (1 returned, nothing put), else removed (two
+ * processes as this rank: both fail). */
+static hidet_nccl_status_t put(hn_bf_state_t *s, int joined, char *msg, size_t n) {
     char path[PATH_BYTES], why[1024] = "";
     uint8_t file[HN_BF_HEADER + HN_BF_JOIN_BODY + HN_BF_MAC + 4], nonce[HN_BF_NONCE];
-    s->first_rank = s->rank;
-    s->first_size = s->nranks;
-    hidet_nccl__bf_recovery_path(s, 0, s->rank, "", path, sizeof path);
+    hidet_nccl__bf_recovery_path(s, 0, s->first_rank, "", path, sizeof path);
     if (hidet_nccl__bf_random(nonce, sizeof nonce, why, sizeof why) != 0)
         return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_SYSTEM, "%s", why);
     size_t len = hidet_nccl__bf_encode_join(file, sizeof file, s->key, hidet_nccl__bf_recovery_seq(s, 0),
-                                            (uint32_t)s->nranks, (uint32_t)s->rank, nonce, 0, (uint32_t)getpid(),
-                                            s->host, s->secret_len > 0);
+                                            (uint32_t)s->first_size, (uint32_t)s->first_rank, nonce, 0,
+                                            (uint32_t)getpid(), s->host, s->secret_len > 0);
     if (len == 0 || hidet_nccl__bf_seal(s, file, len, why, sizeof why) != 0)
-        return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d could not make its presence: %s", s->rank,
+        return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d could not make its presence: %s", s->first_rank,
                                len ? why : "it does not fit");
     for (int attempt = 0; attempt < 4; attempt++) {
         int put = hidet_nccl__bf_publish_new(path, file, len, &s->presence, why, sizeof why);
@@ -70,25 +71,42 @@ hidet_nccl_status_t hidet_nccl__bf_presence_put(hn_bf_state_t *s, char *msg, siz
         if (put < 0 || lstat(path, &there) != 0) {
             if (put < 0)
                 return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d could not put its presence in the "
-                                       "rendezvous directory (job key '%s'): %s", s->rank, s->key, why);
+                                       "rendezvous directory (job key '%s'): %s", s->first_rank, s->key, why);
             continue; /* gone again: once more */
         }
         int verdict = judge(s, path, &there, why, sizeof why);
+        if (verdict != 0 && joined) {
+            HN_INFO("job rank %d, taken back in: its presence is not put (%s)", s->first_rank, why);
+            memset(&s->presence, 0, sizeof s->presence);
+            return HIDET_NCCL_SUCCESS;
+        }
         if (verdict != 0) {
             struct stat now; /* the other process's, unchanged: removed, so that it fails too */
             if (verdict == 1 && lstat(path, &now) == 0 && hidet_nccl__bf_same_file(&now, &there)) unlink(path);
             memset(&s->presence, 0, sizeof s->presence);
-            return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s", s->rank, why);
+            return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s", s->first_rank, why);
         }
         int over = hidet_nccl__bf_publish_over(path, &there, file, len, &s->presence, why, sizeof why);
         if (over == 0) return hold(s, path);
         if (over < 0)
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d could not replace the stale %s: %s",
-                                   s->rank, path, why);
+                                   s->first_rank, path, why);
     }
     memset(&s->presence, 0, sizeof s->presence);
     return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d could not put its presence %s: it was "
-                           "replaced four times while it tried (two processes as rank %d?)", s->rank, path, s->rank);
+                           "replaced four times while it tried (two processes as rank %d?)", s->first_rank, path, s->first_rank);
+}
+
+hidet_nccl_status_t hidet_nccl__bf_presence_put(hn_bf_state_t *s, char *msg, size_t n) {
+    s->first_rank = s->rank;
+    s->first_size = s->nranks;
+    return put(s, 0, msg, n);
+}
+
+void hidet_nccl__bf_presence_take(hn_bf_state_t *s) {
+    char msg[1024];
+    if (put(s, 1, msg, sizeof msg) != HIDET_NCCL_SUCCESS)
+        HN_INFO("job rank %d, taken back in: its presence is not put: %s", s->first_rank, msg);
 }
 
 hidet_nccl_status_t hidet_nccl__bf_presence_held(const hn_bf_state_t *s, char *msg, size_t n) {

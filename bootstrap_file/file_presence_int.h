@@ -24,6 +24,11 @@
  * this user may not replace: fails, saying what and whose it is. s->presence: as put. */
 hidet_nccl_status_t hidet_nccl__bf_presence_put(hn_bf_state_t *s, char *msg, size_t n);
 
+/* A restarted rank just taken in by a heal round: its presence (its job rank's), put where none
+ * is or over a stale one (its process before, gone); one of a live process is left as it is and
+ * none is put (said at INFO). */
+void hidet_nccl__bf_presence_take(hn_bf_state_t *s);
+
 /* SUCCESS while this rank's presence is the one it put (or it put none); else BOOTSTRAP: another
  * process removed or replaced it (a second process as this rank). One fstat of the presence held
  * open (no path lookup). */

@@ -327,6 +327,12 @@ static hidet_nccl_status_t publish_until_taken(hn_bf_state_t *s, const hn_bf_rou
         }
         hidet_nccl__poll_pause(poll);
     }
+    if (st == HIDET_NCCL_SUCCESS) { /* every reader's process, for the rounds to come, and the roster: put before
+                                     * the announce goes, so that a rank started again sees one or the other */
+        for (int r = 0; r < n; r++)
+            if (r != s->rank) hidet_nccl__bf_peer_note(s, r, w->pids[r], w->hosts[r]);
+        hidet_nccl__bf_roster_put(s, w->nonces);
+    }
     if (w->published) unlink(id_path);
     return st;
 }
@@ -411,11 +417,6 @@ hidet_nccl_status_t hidet_nccl__bf_root_round(hn_bf_state_t *s, const hn_bf_roun
                 hidet_nccl__bf_claim_drop(&w.claim); /* only if still ours, as put */
             remove_leftovers(s, rd);
         }
-    }
-    if (st == HIDET_NCCL_SUCCESS) { /* every reader's process, for the rounds to come (and the roster) */
-        for (int r = 0; r < n; r++)
-            if (r != s->rank) hidet_nccl__bf_peer_note(s, r, w.pids[r], w.hosts[r]);
-        hidet_nccl__bf_roster_put(s, w.nonces);
     }
     free(w.nonces);
     free(w.pids);

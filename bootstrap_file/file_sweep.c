@@ -12,6 +12,7 @@
 #include "bootstrap_file/file_mac_int.h"
 #include "bootstrap_file/file_names_int.h"
 #include "bootstrap_file/file_peers_int.h"
+#include "bootstrap_file/file_request_int.h"
 #include "bootstrap_file/file_sweep_int.h"
 
 #define PATH_BYTES 4400
@@ -27,13 +28,67 @@ static void take_decision(hn_bf_round_rec_t *rec, const hidet_nccl__bf_msg_t *m)
     rec->decided = 1;
 }
 
+/* rec's members from the heal decision m: each member before the round (its place: its rank among
+ * them) kept as itself or not, every job rank's member, the requests it named. */
+static void take_heal(hn_bf_round_rec_t *rec, const hidet_nccl__bf_msg_t *m) {
+    int n_asked = 0;
+    for (int j = 0, q = 0; j < rec->job_size; j++) {
+        hidet_nccl__bf_member(m, (uint32_t)j, &rec->job[j]);
+        n_asked += (rec->job[j].flags & HN_BF_HEAL_JOINED) != 0;
+        if (!(rec->job[j].flags & HN_BF_HEAL_BEFORE) || q >= rec->old_size) continue;
+        rec->members[q] = rec->job[j];
+        rec->members[q].kept = rec->job[j].flags == (HN_BF_HEAL_KEPT | HN_BF_HEAL_BEFORE); /* kept as itself */
+        if (!rec->members[q].kept) memset(rec->members[q].nonce, 0, HN_BF_NONCE);
+        if (rec->old[q].pid == 0 && rec->members[q].pid != 0 && !(rec->job[j].flags & HN_BF_HEAL_JOINED)) {
+            rec->old[q].pid = rec->members[q].pid;
+            snprintf(rec->old[q].host, sizeof rec->old[q].host, "%s", rec->members[q].host);
+        }
+        q++;
+    }
+    free(rec->asked);
+    rec->asked = calloc((size_t)(n_asked + m->refusals) + 1, sizeof *rec->asked);
+    rec->n_asked = 0;
+    for (int j = 0; rec->asked != NULL && j < rec->job_size; j++) {
+        if (!(rec->job[j].flags & HN_BF_HEAL_JOINED)) continue;
+        rec->asked[rec->n_asked].rank = j;
+        memcpy(rec->asked[rec->n_asked++].id, rec->job[j].nonce, HN_BF_REQUEST_ID);
+    }
+    for (uint32_t i = 0; rec->asked != NULL && i < m->refusals; i++) {
+        hidet_nccl__bf_refusal_t f;
+        hidet_nccl__bf_refusal(m, i, &f);
+        if (f.reason == HN_BF_REFUSED_CHECKS) continue; /* not waited for: its writer may not read this job's files */
+        rec->asked[rec->n_asked].rank = (int)f.rank;
+        memcpy(rec->asked[rec->n_asked++].id, f.id, HN_BF_REQUEST_ID);
+    }
+    rec->decided = 1;
+}
+
+void hidet_nccl__bf_round_note_heal(hn_bf_state_t *s, uint64_t epoch, int old_size, int me,
+                                    const hidet_nccl__bf_msg_t *decision, const hn_bf_peer_t *old) {
+    hn_bf_round_rec_t *more = realloc(s->rounds, sizeof *more * (size_t)(s->n_rounds + 1));
+    if (more == NULL) return; /* its files stay (the next job's start or the launcher removes them) */
+    s->rounds = more;
+    hn_bf_round_rec_t rec = {epoch, old_size, me, 0, calloc((size_t)old_size + 1, sizeof *rec.members),
+                             malloc(sizeof *rec.old * ((size_t)old_size + 1)), 1, s->first_size,
+                             calloc((size_t)s->first_size, sizeof *rec.job), 0, NULL};
+    if (rec.members == NULL || rec.old == NULL || rec.job == NULL) {
+        free(rec.members);
+        free(rec.old);
+        free(rec.job);
+        return;
+    }
+    if (old_size > 0) memcpy(rec.old, old, sizeof *rec.old * (size_t)old_size);
+    if (decision != NULL) take_heal(&rec, decision);
+    s->rounds[s->n_rounds++] = rec;
+}
+
 void hidet_nccl__bf_round_note(hn_bf_state_t *s, uint64_t epoch, int old_size, int me,
                                const hidet_nccl__bf_msg_t *decision, const hn_bf_peer_t *old) {
     hn_bf_round_rec_t *more = realloc(s->rounds, sizeof *more * (size_t)(s->n_rounds + 1));
     if (more == NULL) return; /* its files stay (the next job's start or the launcher removes them) */
     s->rounds = more;
     hn_bf_round_rec_t rec = {epoch, old_size, me, decision != NULL, calloc((size_t)old_size, sizeof *rec.members),
-                             malloc(sizeof *rec.old * (size_t)old_size)};
+                             malloc(sizeof *rec.old * (size_t)old_size), 0, 0, NULL, 0, NULL};
     if (rec.members == NULL || rec.old == NULL) {
         free(rec.members);
         free(rec.old);
@@ -46,15 +101,17 @@ void hidet_nccl__bf_round_note(hn_bf_state_t *s, uint64_t epoch, int old_size, i
 
 /* 1 if the join (or mark) at path is of this user, parses as a join of any round of this key,
  * and its writer is a process of this host that is gone. */
-static int writer_gone(const hn_bf_state_t *s, const char *path) {
+static int writer_gone_of(const hn_bf_state_t *s, const char *path, int kind) {
     uint8_t *data;
     size_t len;
     hidet_nccl__bf_msg_t m;
-    if (!hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_JOIN, &data, &len, &m)) return 0;
+    if (!hidet_nccl__bf_record_read_any(s, path, kind, &data, &len, &m)) return 0;
     int gone = hidet_nccl__bf_process_gone(m.pid, m.host);
     free(data);
     return gone;
 }
+
+static int writer_gone(const hn_bf_state_t *s, const char *path) { return writer_gone_of(s, path, HN_BF_KIND_JOIN); }
 
 /* Removes the entry of d named name if it is this user's (a second user's file in a sticky
  * directory is hers to remove; root could, and must not). 1 removed. */
@@ -66,16 +123,24 @@ static int remove_ours(DIR *d, const char *name) {
 
 /* 1 if the decision of rec's round in the directory is the one rec noted (this job's, valid,
  * keeping the same joins). */
+/* The decision of rec's round (a heal decision for a heal round), as decision_read. */
+static int rec_decision_read(const hn_bf_state_t *s, const hn_bf_round_rec_t *rec, uint8_t **data,
+                             hidet_nccl__bf_msg_t *m) {
+    char why[768];
+    return rec->heal ? hidet_nccl__bf_heal_read(s, rec->epoch, (uint32_t)rec->job_size, data, m, why, sizeof why)
+                     : hidet_nccl__bf_decision_read(s, rec->epoch, (uint32_t)rec->old_size, data, m, why, sizeof why);
+}
+
 static int decision_noted(const hn_bf_state_t *s, const hn_bf_round_rec_t *rec) {
     uint8_t *data;
     hidet_nccl__bf_msg_t m;
-    char why[768];
-    int got = hidet_nccl__bf_decision_read(s, rec->epoch, (uint32_t)rec->old_size, &data, &m, why, sizeof why);
+    int got = rec_decision_read(s, rec, &data, &m);
     int same = got == 1;
-    for (int q = 0; same && q < rec->old_size; q++) {
+    for (int q = 0; same && q < (rec->heal ? rec->job_size : rec->old_size); q++) {
         hidet_nccl__bf_member_t p;
+        const hidet_nccl__bf_member_t *noted = rec->heal ? &rec->job[q] : &rec->members[q];
         hidet_nccl__bf_member(&m, (uint32_t)q, &p);
-        same = p.kept == rec->members[q].kept && memcmp(p.nonce, rec->members[q].nonce, HN_BF_NONCE) == 0;
+        same = p.flags == noted->flags && memcmp(p.nonce, noted->nonce, HN_BF_NONCE) == 0;
     }
     if (got == 1 || got == 3) free(data);
     return same;
@@ -106,6 +171,8 @@ static int rank_pending(const hn_bf_state_t *s, const hn_bf_round_rec_t *rec, in
     hn_bf_join_t j;
     const hidet_nccl__bf_member_t *p = &rec->members[q];
     const hn_bf_peer_t *known = &rec->old[q];
+    if (rec->heal && rec->decided && (p->flags & HN_BF_HEAL_JOINED)) /* its rank taken by another process */
+        return 0;
     if (!rec->decided) /* a round that failed here: only a rank in it now (that may still decide) */
         return hidet_nccl__bf_join_read(s, rec->epoch, (uint32_t)rec->old_size, q, NULL, &j, why, sizeof why) == 1 &&
                !hidet_nccl__bf_process_gone(j.pid, j.host);
@@ -128,16 +195,30 @@ static int round_done(const hn_bf_state_t *s, hn_bf_round_rec_t *rec, int at_end
     if (!rec->decided) { /* decided since by another rank? (this job's: it names known processes) */
         uint8_t *data;
         hidet_nccl__bf_msg_t m;
-        char why[768];
-        int got = hidet_nccl__bf_decision_read(s, rec->epoch, (uint32_t)rec->old_size, &data, &m, why, sizeof why);
-        if (got == 1 && !hidet_nccl__bf_decision_stale(rec->old, rec->old_size, rec->me, &m, HN_BF_STALE_THIS_ROUND))
+        int got = rec_decision_read(s, rec, &data, &m);
+        if (got == 1 && rec->heal)
+            take_heal(rec, &m);
+        else if (got == 1 && !hidet_nccl__bf_decision_stale(rec->old, rec->old_size, rec->me, &m, HN_BF_STALE_THIS_ROUND))
             take_decision(rec, &m);
         if (got == 1 || got == 3) free(data);
     }
-    unsigned char *pending = calloc((size_t)rec->old_size, 1);
+    unsigned char *pending = calloc((size_t)rec->old_size + 1, 1);
     if (pending == NULL) return 0;
     int waiting = 0;
     for (int q = 0; q < rec->old_size; q++) waiting += pending[q] = q != rec->me && rank_pending(s, rec, q);
+    int asking = 0; /* joiners the heal round named (taken in, or refused) that have not read it */
+    for (int i = 0; rec->heal && rec->decided && i < rec->n_asked; i++) {
+        char path[PATH_BYTES], why[768];
+        hn_bf_request_t q;
+        hidet_nccl__bf_request_path(s, rec->asked[i].rank, rec->asked[i].id, path, sizeof path);
+        int got = hidet_nccl__bf_request_read(s, path, rec->asked[i].rank, rec->asked[i].id, &q, why, sizeof why);
+        asking += (got == 1 || got == 3) && !hidet_nccl__bf_process_gone(q.pid, q.host);
+    }
+    if (asking && at_end)
+        HN_INFO("heal round %llu's files stay: %d restarted rank%s it answered (taken in or refused) ha%s not read it "
+                "yet; the last of them to end removes them", (unsigned long long)rec->epoch, asking,
+                asking == 1 ? "" : "s", asking == 1 ? "s" : "ve");
+    waiting += asking;
     if (waiting && at_end) {
         char list[160], path[PATH_BYTES];
         hidet_nccl__bf_list_ranks(pending, rec->old_size, 1, list, sizeof list);
@@ -160,6 +241,8 @@ static void tidy_rounds(hn_bf_state_t *s, uint64_t before, int at_end) {
         if (rec->epoch < before && round_done(s, rec, at_end)) {
             free(rec->members);
             free(rec->old);
+            free(rec->job);
+            free(rec->asked);
         } else {
             s->rounds[kept++] = *rec;
         }
@@ -183,10 +266,15 @@ void hidet_nccl__bf_sweep(hn_bf_state_t *s, uint64_t epoch) {
             gone = at <= epoch && hidet_nccl__bf_tmp_orphaned(e->d_name);
         else if (kind == HN_BF_NAME_ROUND) /* the rounds the death broke off */
             gone = at < epoch;
-        else if (kind == HN_BF_NAME_DECISION) /* the roster; later rounds' decisions are tidied as noted */
-            gone = at == 0;
+        else if (kind == HN_BF_NAME_DECISION || kind == HN_BF_NAME_LEFTOUT)
+            /* the roster, and earlier rounds' decisions and marks: every rank this round keeps is
+             * past them, and a rank left out that comes late is told so by this round's decision
+             * (the processes that noted them may have died since: heal rounds replace them) */
+            gone = at < epoch;
         else if (kind == HN_BF_NAME_JOIN) /* presences and joins of dead processes */
             gone = at <= epoch && writer_gone(s, path);
+        else if (kind == HN_BF_NAME_REQUEST) /* requests of restarted ranks that died waiting */
+            gone = writer_gone_of(s, path, HN_BF_KIND_REQUEST);
         if (gone) remove_ours(d, e->d_name);
     }
     closedir(d);
@@ -198,7 +286,9 @@ static int decision_ended(const hn_bf_state_t *s, const char *path) {
     uint8_t *data;
     size_t len;
     hidet_nccl__bf_msg_t m;
-    if (!hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_DECISION, &data, &len, &m)) return 0;
+    if (!hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_DECISION, &data, &len, &m) &&
+        !hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_HEAL, &data, &len, &m))
+        return 0;
     int ended = hidet_nccl__bf_decision_stale(NULL, 0, -1, &m, HN_BF_STALE_FOREIGN);
     free(data);
     return ended;
@@ -219,6 +309,8 @@ void hidet_nccl__bf_sweep_ended(const hn_bf_state_t *s) {
             gone = hidet_nccl__bf_tmp_orphaned(e->d_name);
         else if ((kind == HN_BF_NAME_JOIN && hidet_nccl__bf_seq_epoch(seq) > 0) || kind == HN_BF_NAME_LEFTOUT)
             gone = writer_gone(s, path);
+        else if (kind == HN_BF_NAME_REQUEST)
+            gone = writer_gone_of(s, path, HN_BF_KIND_REQUEST);
         else if (kind == HN_BF_NAME_DECISION)
             gone = decision_ended(s, path);
         if (!gone || !remove_ours(d, e->d_name)) continue;
@@ -280,11 +372,16 @@ static void absent_from_next(hn_bf_state_t *s) {
     uint8_t *data;
     hidet_nccl__bf_msg_t m;
     char why[768], path[PATH_BYTES];
-    int got = hidet_nccl__bf_decision_read(s, epoch, (uint32_t)s->nranks, &data, &m, why, sizeof why);
+    int got = hidet_nccl__bf_decision_read(s, epoch, (uint32_t)s->nranks, &data, &m, why, sizeof why), heal = 0;
+    if (got != 1 && got != 3 && s->first_size > 1) { /* a heal round decided without this member? */
+        int h = hidet_nccl__bf_heal_read(s, epoch, (uint32_t)s->first_size, &data, &m, why, sizeof why);
+        if (h == 3) free(data);
+        if (h == 1) got = heal = 1;
+    }
     if (got != 1 && got != 3) return;
     hidet_nccl__bf_recovery_path(s, epoch, -1, "", path, sizeof path);
-    if (hidet_nccl__bf_decision_stale(s->peers, s->nranks, s->rank, &m,
-                                      got == 3 ? HN_BF_STALE_FOREIGN : HN_BF_STALE_THIS_ROUND)) {
+    if (!heal && hidet_nccl__bf_decision_stale(s->peers, s->nranks, s->rank, &m,
+                                               got == 3 ? HN_BF_STALE_FOREIGN : HN_BF_STALE_THIS_ROUND)) {
         HN_WARN("rank %d: %s is a decision left by an ended job with job key '%s' (every process it keeps is gone "
                 "from this host): stale, removed", s->rank, path, s->key);
         unlink(path);
@@ -298,7 +395,10 @@ static void absent_from_next(hn_bf_state_t *s) {
         hidet_nccl__bf_recovery_path(s, epoch, s->rank, HN_BF_MARK_LEFTOUT, path, sizeof path);
         if (len > 0 && hidet_nccl__bf_seal(s, file, len, why, sizeof why) == 0)
             hidet_nccl__bf_publish_new(path, file, len, NULL, why, sizeof why);
-        hidet_nccl__bf_round_note(s, epoch, s->nranks, s->rank, &m, s->peers);
+        if (heal)
+            hidet_nccl__bf_round_note_heal(s, epoch, s->nranks, s->rank, &m, s->peers);
+        else
+            hidet_nccl__bf_round_note(s, epoch, s->nranks, s->rank, &m, s->peers);
     }
     free(data);
 }
@@ -344,6 +444,8 @@ static void sweep_dead(const hn_bf_state_t *s) {
                 gone = hidet_nccl__bf_tmp_orphaned(e->d_name);
             } else if (kind == HN_BF_NAME_JOIN) {
                 gone = writer_gone(s, path);
+            } else if (kind == HN_BF_NAME_REQUEST) {
+                gone = writer_gone_of(s, path, HN_BF_KIND_REQUEST);
             } else if (kind == HN_BF_NAME_ROUND && !is_id && round_writer_gone(s, path)) {
                 gone = 1;
                 if (r < 0 && n_dead < 8) dead_claims[n_dead++] = seq; /* a claim: its announce goes too */
@@ -362,13 +464,17 @@ static int lowest_alive(const hn_bf_state_t *s) {
 }
 
 void hidet_nccl__bf_tidy(hn_bf_state_t *s) {
-    if (s->roster && s->epoch == 0) drop_roster(s);
-    if (s->nranks > 1 && lowest_alive(s)) sweep_dead(s);
-    absent_from_next(s);
+    if (!s->joining) { /* a joiner never taken in knows nothing of the job's but the rounds that refused it */
+        if (s->roster && s->epoch == 0) drop_roster(s);
+        if (s->nranks > 1 && lowest_alive(s)) sweep_dead(s);
+        absent_from_next(s);
+    }
     tidy_rounds(s, UINT64_MAX, 1);
     for (int i = 0; i < s->n_rounds; i++) {
         free(s->rounds[i].members);
         free(s->rounds[i].old);
+        free(s->rounds[i].job);
+        free(s->rounds[i].asked);
     }
     free(s->rounds);
     s->rounds = NULL;

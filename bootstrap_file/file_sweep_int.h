@@ -21,17 +21,28 @@
 void hidet_nccl__bf_round_note(hn_bf_state_t *s, uint64_t epoch, int old_size, int me,
                                const hidet_nccl__bf_msg_t *decision, const hn_bf_peer_t *old);
 
-/* The new rank 0 once it took the decision of recovery round `epoch` (every rank that goes on
- * has left the rounds before it). Of this key and generation: what the rounds of earlier epochs
- * left (claims, announces, hellos and their marks: the rounds a death broke off) and the roster;
- * up to this round, joins (presences among them) and temporary files of processes of this host
- * that are gone. Then the earlier recovery rounds noted whose files nobody needs any more. One
- * listing of the directory. */
+/* Notes a heal round this process took part in (a member, me its rank before the round; or a
+ * joiner taken in, me -1): decision: the heal decision as read (NULL: none seen, the round failed
+ * here); old: each rank's process as known (old_size ranks, the members before the round). Its
+ * files wait for every member it keeps, every member before it left out (its mark, or its process
+ * gone), and every joiner it named (taken in or refused: its request gone, or its process). */
+void hidet_nccl__bf_round_note_heal(hn_bf_state_t *s, uint64_t epoch, int old_size, int me,
+                                    const hidet_nccl__bf_msg_t *decision, const hn_bf_peer_t *old);
+
+/* The new rank 0 once it took the decision of recovery or heal round `epoch` (every rank that goes
+ * on has left the rounds before it). Of this key and generation: what the rounds of earlier
+ * epochs left (claims, announces, hellos and their marks: the rounds a death broke off), the
+ * roster, and the decisions and .leftout marks of earlier recovery and heal rounds (a rank left
+ * out of one that comes late finds this round's: it is told it was left out); up to this round,
+ * joins (presences among them), requests and temporary files of processes of this host that are
+ * gone. Then the earlier rounds noted whose files nobody needs any more. One listing of the
+ * directory. */
 void hidet_nccl__bf_sweep(hn_bf_state_t *s, uint64_t epoch);
 
 /* At finalize: rank 0's roster; a recovery round of the next epoch decided without this rank
- * (it marks itself out of it, then tidies it as the others); every recovery round noted, whose
- * files go if nobody needs them any more (said at INFO when they stay). */
+ * (it marks itself out of it, then tidies it as the others); every recovery or heal round noted,
+ * whose files go if nobody needs them any more (said at INFO when they stay). A joiner never
+ * taken in: only the heal rounds that refused it. */
 void hidet_nccl__bf_tidy(hn_bf_state_t *s);
 
 /* When a bootstrap is made (rank 0, and local rank 0): what ended jobs with this key left, of any

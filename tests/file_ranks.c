@@ -79,6 +79,10 @@ static void run_steps(const char *dir, const char *key, const char *secret, int 
         fprintf(out, "init %s\n", hidet_nccl_last_error());
         return;
     }
+    int joining = -1;
+    hidet_nccl_bootstrap_joining(bs, &joining);
+    fprintf(out, "joining %d\n", joining);
+    fflush(out);
     for (const char *at = steps; *at;) {
         char op = *at++;
         long arg = strtol(at, (char **)&at, 10);
@@ -106,6 +110,19 @@ static void run_steps(const char *dir, const char *key, const char *secret, int 
             for (int r = 0; r < old && r < 64; r++) flags[r] = kept[r] ? '1' : '0';
             fprintf(out, "recover %d %.3f %d %d %d %d %d %s %s\n", st, took, n_kept, me, size, lr, ls,
                     flags[0] ? flags : "-", msg);
+        } else if (op == 'h') {
+            int members[64] = {0}, joined[64] = {0}, n_members = -1, n_joined = -1, me = -1, size = -1;
+            hidet_nccl_status_t st = hidet_nccl_bootstrap_heal(bs, (double)arg, members, joined, &n_members, &n_joined);
+            double took = hn_fr_now() - t0;
+            char msg[4096], m[80] = "", j[80] = "";
+            snprintf(msg, sizeof msg, "%s", st ? hidet_nccl_last_error() : "");
+            hidet_nccl_bootstrap_rank(bs, &me, &size);
+            for (int r = 0; r < n && r < 64; r++) {
+                m[r] = members[r] ? '1' : '0';
+                j[r] = joined[r] ? '1' : '0';
+            }
+            fprintf(out, "heal %d %.3f %d %d %d %d %s %s %.6f %s\n", st, took, n_members, n_joined, me, size, m, j,
+                    hn_fr_now(), msg);
         } else if (op == 'w') {
             struct pollfd pfd = {go, POLLIN, 0};
             char c;
@@ -211,6 +228,26 @@ int hn_fr_recovered(const char *label, int rank, int nth, hn_fr_recovered_t *r) 
         return printf("\n    rank %d of %s: no recover line (%s)", rank, label, line), 0;
     snprintf(r->msg, sizeof r->msg, "%s", line + used);
     return 1;
+}
+
+int hn_fr_healed(const char *label, int rank, int nth, hn_fr_healed_t *h) {
+    char line[8192];
+    hn_fr_line_of(label, rank, "heal ", nth, line, sizeof line);
+    memset(h, 0, sizeof *h);
+    h->st = -1;
+    int used = 0;
+    if (sscanf(line, "heal %d %lf %d %d %d %d %79s %79s %lf %n", &h->st, &h->took, &h->n_members, &h->n_joined,
+               &h->rank, &h->size, h->members, h->joined, &h->at, &used) < 9)
+        return printf("\n    rank %d of %s: no heal line (%s)", rank, label, line), 0;
+    snprintf(h->msg, sizeof h->msg, "%s", line + used);
+    return 1;
+}
+
+int hn_fr_joining(const char *label, int rank) {
+    char line[256];
+    int j = -1;
+    hn_fr_line_of(label, rank, "joining ", 0, line, sizeof line);
+    return sscanf(line, "joining %d", &j) == 1 ? j : -1;
 }
 
 int hn_fr_allgathered(const char *label, int rank, int nth, double *took, char *msg, size_t n) {

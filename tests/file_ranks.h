@@ -26,10 +26,13 @@ double hn_fr_now(void);
  *   s<MS>   sleeps MS ms
  *   n<MS>   asks hidet_nccl_bootstrap_news every 5 ms until it says a round began, at most MS ms
  *   k       kills itself (SIGKILL)
- * then destroys the bootstrap. Each call writes one line to <base>/out.<label>.<rank>:
+ *   h<S>    hidet_nccl_bootstrap_heal with a deadline of S seconds (the decider waits S/2)
+ * then destroys the bootstrap. Once the bootstrap is made: "joining <0|1>" (what
+ * hidet_nccl_bootstrap_joining says). Each call writes one line to <base>/out.<label>.<rank>:
  *   allgather <status> <seconds> <message>
  *   news <status> <recovering> <seconds>
  *   recover <status> <seconds> <n_kept> <rank> <size> <local rank> <local size> <kept flags> <message>
+ *   heal <status> <seconds> <n_members> <n_joined> <rank> <size> <member flags> <joined flags> <end (monotonic s)> <message>
  *   destroy <status> <message>
  * stderr (the library's warnings) goes to <base>/out.<label>.<rank>.err. */
 typedef struct {
@@ -61,6 +64,16 @@ typedef struct {
 } hn_fr_recovered_t;
 /* The rank's recover line `nth` into *r: 1, or 0 (said on stdout) when there is none. */
 int hn_fr_recovered(const char *label, int rank, int nth, hn_fr_recovered_t *r);
+/* A heal line's fields (flags in the job's numbering, one character per job rank). */
+typedef struct {
+    int st, n_members, n_joined, rank, size;
+    double took, at; /* at: hn_fr_now() at its end */
+    char members[80], joined[80], msg[4096];
+} hn_fr_healed_t;
+/* The rank's heal line `nth` into *h: 1, or 0 (said on stdout) when there is none. */
+int hn_fr_healed(const char *label, int rank, int nth, hn_fr_healed_t *h);
+/* What the rank's bootstrap said of joining: 0, 1, or -1 (no line: its init failed, or not yet). */
+int hn_fr_joining(const char *label, int rank);
 /* The status of the rank's allgather line `nth` (-1: none), its seconds and (msg not NULL) its
  * message. */
 int hn_fr_allgathered(const char *label, int rank, int nth, double *took, char *msg, size_t n);
