@@ -5,6 +5,7 @@
  * secret, and checks the hub's proof in its welcome. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,22 +121,20 @@ static hidet_nccl_status_t late_take(void *ctx, const hn_sk_admitted_t *a, char 
     return HIDET_NCCL_SUCCESS;
 }
 
-void hidet_nccl__sk_hub_late(hn_sk_state_t *s) {
-    if (s->late == NULL) return;
-    char msg[512];
-    int nf = hidet_nccl__sk_admit_nfds(s->late);
-    double next = hidet_nccl__now() + 60.0;
-    hidet_nccl__sk_admit_poll(s->late, s->late_fds, &next);
-    if (hidet_nccl__sk_poll(s->late_poller, s->late_fds, (size_t)nf, 0) <= 0) return;
-    if (hidet_nccl__sk_admit_events(s->late, s->late_fds, hidet_nccl__now() + 0.2, msg, sizeof msg) != HIDET_NCCL_SUCCESS)
-        HN_WARN("socket rendezvous at port %d: %s", s->port, msg);
-}
+/* The rank 0 hubs of this process that keep their port, so that a later bootstrap of this process on
+ * the same port takes the port over (it listens there as the port's earlier bootstraps did when they
+ * closed it once formed), and so that a round on one thread and a look of news on another never
+ * serve one port at once. */
+#define KEPT_MAX 64
+static pthread_mutex_t g_kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static hn_sk_state_t *g_kept[KEPT_MAX];
 
-void hidet_nccl__sk_hub_late_close(hn_sk_state_t *s) {
-    hidet_nccl__sk_admit_free(s->late);
+/* Frees what keeps s's port (not the port itself); under g_kept_mu. */
+static void unkeep(hn_sk_state_t *s) {
+    for (int i = 0; i < KEPT_MAX; i++)
+        if (g_kept[i] == s) g_kept[i] = NULL;
+    hidet_nccl__sk_admit_free(s->late); /* connections waiting are closed: they connect again */
     s->late = NULL;
-    if (s->lfd >= 0) close(s->lfd);
-    s->lfd = -1;
     if (s->late_poller) hidet_nccl__sk_poller_free(s->late_poller);
     free(s->late_poller);
     free(s->late_fds);
@@ -143,9 +142,69 @@ void hidet_nccl__sk_hub_late_close(hn_sk_state_t *s) {
     s->late_fds = NULL;
 }
 
+/* An earlier bootstrap's listening socket on port, taken over; -1 when none keeps it. */
+static int take_kept(int port) {
+    int lfd = -1;
+    pthread_mutex_lock(&g_kept_mu);
+    for (int i = 0; i < KEPT_MAX && lfd < 0; i++)
+        if (g_kept[i] != NULL && g_kept[i]->port == port) {
+            hn_sk_state_t *old = g_kept[i];
+            lfd = old->lfd;
+            old->lfd = -1;
+            unkeep(old);
+        }
+    pthread_mutex_unlock(&g_kept_mu);
+    return lfd;
+}
+
+/* s keeps its port (lfd, admission a, fds for it): 0, or -1 when the table is full (nothing kept). */
+static int keep(hn_sk_state_t *s, int lfd, hn_sk_admit_t *a, struct pollfd *fds) {
+    int rc = -1;
+    pthread_mutex_lock(&g_kept_mu);
+    for (int i = 0; i < KEPT_MAX && rc < 0; i++)
+        if (g_kept[i] == NULL && (s->late_poller = calloc(1, sizeof(hn_sk_poller_t))) != NULL) {
+            g_kept[i] = s;
+            hidet_nccl__sk_admit_retake(a, late_take, s); /* late ranks are told why not */
+            s->late = a;
+            s->lfd = lfd;
+            s->late_fds = fds;
+            rc = 0;
+        }
+    pthread_mutex_unlock(&g_kept_mu);
+    return rc;
+}
+
+void hidet_nccl__sk_hub_late(hn_sk_state_t *s) {
+    (void)s; /* every port a hub of this process keeps is served: a later bootstrap may have taken
+                this one's over, and the process may call only the earlier one */
+    pthread_mutex_lock(&g_kept_mu);
+    for (int i = 0; i < KEPT_MAX; i++) {
+        hn_sk_state_t *k = g_kept[i];
+        if (k == NULL) continue;
+        char msg[512];
+        int nf = hidet_nccl__sk_admit_nfds(k->late);
+        double next = hidet_nccl__now() + 60.0;
+        hidet_nccl__sk_admit_poll(k->late, k->late_fds, &next);
+        if (hidet_nccl__sk_poll(k->late_poller, k->late_fds, (size_t)nf, 0) > 0 &&
+            hidet_nccl__sk_admit_events(k->late, k->late_fds, hidet_nccl__now() + 0.2, msg, sizeof msg) !=
+                HIDET_NCCL_SUCCESS)
+            HN_WARN("socket rendezvous at port %d: %s", k->port, msg);
+    }
+    pthread_mutex_unlock(&g_kept_mu);
+}
+
+void hidet_nccl__sk_hub_late_close(hn_sk_state_t *s) {
+    pthread_mutex_lock(&g_kept_mu);
+    unkeep(s);
+    if (s->lfd >= 0) close(s->lfd);
+    s->lfd = -1;
+    pthread_mutex_unlock(&g_kept_mu);
+}
+
 hidet_nccl_status_t hidet_nccl__sk_root_handshake(hn_sk_state_t *s, double deadline, char *msg, size_t n) {
     char why[512];
-    int lfd = hidet_nccl__sk_listen(s->port, why, sizeof why);
+    int lfd = take_kept(s->port); /* an earlier bootstrap of this process kept it */
+    if (lfd < 0) lfd = hidet_nccl__sk_listen(s->port, why, sizeof why);
     if (lfd < 0) return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank 0: %s", why);
     root_t r = {.s = s};
     hn_sk_admit_t *a = NULL;
@@ -163,12 +222,7 @@ hidet_nccl_status_t hidet_nccl__sk_root_handshake(hn_sk_state_t *s, double deadl
         st = hidet_nccl__now() >= deadline ? timed_out(s, a, msg, n) : wait_once(a, fds, &poller, deadline, msg, n);
     for (int rank = 1; st == HIDET_NCCL_SUCCESS && rank < s->nranks; rank++) st = welcome(&r, rank, deadline, msg, n);
     hidet_nccl__sk_poller_free(&poller);
-    if (st == HIDET_NCCL_SUCCESS && (s->late_poller = calloc(1, sizeof(hn_sk_poller_t))) != NULL) {
-        hidet_nccl__sk_admit_retake(a, late_take, s); /* the port stays open: late ranks are told why not */
-        s->late = a;
-        s->lfd = lfd;
-        s->late_fds = fds;
-    } else {
+    if (st != HIDET_NCCL_SUCCESS || keep(s, lfd, a, fds) != 0) { /* kept: the port stays open */
         hidet_nccl__sk_admit_free(a);
         close(lfd);
         free(fds);

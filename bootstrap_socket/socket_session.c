@@ -55,7 +55,8 @@ hn_sk_session_t *hidet_nccl__sk_session_new(const hn_sk_state_t *job, int id, do
     s->admit_s = admit_s;
     s->admit_until = hidet_nccl__now() + admit_s;
     s->world = job->nranks;
-    for (int r = 0; r < job->nranks; r++) hidet_nccl__sk_conn_init(&s->m[r].c, -1), hidet_nccl__sk_conn_init(&s->jn[r].c, -1);
+    for (int r = 0; r < job->nranks; r++)
+        hidet_nccl__sk_conn_init(&s->m[r].c, -1), hidet_nccl__sk_conn_init(&s->jn[r].c, -1);
     return s;
 }
 
@@ -130,7 +131,8 @@ static void gone(hn_sk_session_t *s, int i, const char *why) {
 /* Member i sent what no rank of this job sends: its connection goes. */
 static void violates(hn_sk_session_t *s, int i, const char *what) {
     char w[64];
-    HN_WARN("socket rendezvous session %d: %s sent %s; closing its connection", s->id, hidet_nccl__sk_ms_who(s, i, w, sizeof w), what);
+    HN_WARN("socket rendezvous session %d: %s sent %s; closing its connection", s->id,
+            hidet_nccl__sk_ms_who(s, i, w, sizeof w), what);
     gone(s, i, what);
 }
 
@@ -142,7 +144,8 @@ static void mismatch(hn_sk_session_t *s, int i, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    snprintf(text, sizeof text, "%s %s: the ranks do not call the same bootstrap steps", hidet_nccl__sk_ms_who(s, i, w, sizeof w), what);
+    snprintf(text, sizeof text, "%s %s: the ranks do not call the same bootstrap steps",
+             hidet_nccl__sk_ms_who(s, i, w, sizeof w), what);
     breaks(s, text);
 }
 
@@ -221,8 +224,8 @@ static void on_join(hn_sk_session_t *s, int i, const hidet_nccl__sk_msg_t *m) {
         return;
     }
     if (m->tag != s->epoch + 1)
-        THEN_RETURN(hidet_nccl__sk_ms_tell(s, i, -1, 0, "joined recovery round %llu; this bootstrap's next is %llu", (unsigned long long)m->tag,
-                    (unsigned long long)(s->epoch + 1)));
+        THEN_RETURN(hidet_nccl__sk_ms_tell(s, i, -1, 0, "joined recovery round %llu; this bootstrap's next is %llu",
+                                           (unsigned long long)m->tag, (unsigned long long)(s->epoch + 1)));
     s->state = HN_SS_RECOVERING;
     s->r_epoch = m->tag;
     s->r_start = hidet_nccl__now();
@@ -246,7 +249,8 @@ static void decide(hn_sk_session_t *s) {
         if (hidet_nccl__sk_ms_alive(s, r) && s->m[r].joined) {
             bits[r / 8] |= (uint8_t)(1u << (r % 8));
             kept++;
-            if (used + 16 < sizeof set) used += (size_t)snprintf(set + used, sizeof set - used, "%s%d", used ? " " : "", s->m[r].job_rank);
+            if (used + 16 < sizeof set)
+                used += (size_t)snprintf(set + used, sizeof set - used, "%s%d", used ? " " : "", s->m[r].job_rank);
         }
     if (kept == 0) { /* every rank that joined has died since */
         s->state = HN_SS_BROKEN;
@@ -255,7 +259,9 @@ static void decide(hn_sk_session_t *s) {
         return;
     }
     for (int r = 0; r < old; r++)
-        if (hidet_nccl__sk_ms_alive(s, r)) hidet_nccl__sk_ms_send(s, &s->m[r].c, HN_SK_KIND_DECIDE, (uint32_t)old, s->r_epoch, bits, (size_t)(old + 7) / 8);
+        if (hidet_nccl__sk_ms_alive(s, r))
+            hidet_nccl__sk_ms_send(s, &s->m[r].c, HN_SK_KIND_DECIDE, (uint32_t)old, s->r_epoch, bits,
+                                   (size_t)(old + 7) / 8);
     int j = 0;
     for (int r = 0; r < old; r++) {
         if (bits[r / 8] >> (r % 8) & 1) {
@@ -365,7 +371,8 @@ static void refuse_all(hn_sk_session_t *s, const char *text) {
     char why[256];
     for (int r = 0; r < s->job.nranks; r++) {
         if (!hidet_nccl__sk_ms_alive(s, r)) continue;
-        if (hidet_nccl__sk_conn_push_bytes(&s->m[r].c, m, len, why, sizeof why) == 0) hidet_nccl__sk_ms_linger(s, &s->m[r].c);
+        if (hidet_nccl__sk_conn_push_bytes(&s->m[r].c, m, len, why, sizeof why) == 0)
+            hidet_nccl__sk_ms_linger(s, &s->m[r].c);
         else hidet_nccl__sk_conn_close(&s->m[r].c);
     }
     s->state = HN_SS_CLOSING;

@@ -47,6 +47,9 @@
  * (while it waits a rank asks hidet_nccl_bootstrap_news every 10 ms, as a rank waiting on a
  * communicator does; it prints "waiting at round K" or "holding before heal" first; news ends a
  * wait at round K: "news at round K: ...", and the rank heals)
+ *   --two                a second bootstrap from the environment right after the first, one
+ *                        allgather over it (checked), destroyed at the end: two alive at once (at
+ *                        rank 0's hub, on one port: the second takes the port over)
  *   --heal-at K --healer R --healer-file F  rank R begins a heal round at the start of round K,
  *                        nobody having died, once file F exists */
 #include <errno.h>
@@ -72,7 +75,7 @@ typedef struct {
     unsigned long long seed;
     double timeout, heal_timeout;
     const char *env_out, *wait_file, *hold_heal, *healer_file;
-    int wait_at, heal_at, healer;
+    int wait_at, heal_at, healer, two;
 } opts_t;
 
 typedef struct {
@@ -187,6 +190,7 @@ static void parse(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int flag = 1;
         if (strcmp(a, "--exit0") == 0) o.exit0 = 1;
+        else if (strcmp(a, "--two") == 0) o.two = 1;
         else if (strcmp(a, "--restarted-fails") == 0) o.restarted_fails = 1;
         else if (strcmp(a, "--partial-ok") == 0) o.partial_ok = 1;
         else flag = 0;
@@ -360,6 +364,20 @@ int main(int argc, char **argv) {
     printf("start rank %d of %d pid %d restart %d joining %d\n", rank, size, (int)getpid(), g_restart, joining);
     fflush(stdout);
     if (o.restarted_fails && g_restart > 0) die(3, "restarted (count %d): failing at once (--restarted-fails)", g_restart);
+    hidet_nccl_bootstrap_h second = NULL;
+    if (o.two) {
+        int r2, n2;
+        part_t me2 = {rank, -2, (int32_t)getpid(), 0}, *all2 = calloc((size_t)size, sizeof *all2);
+        if (all2 == NULL) die(1, "out of memory");
+        if (hidet_nccl_bootstrap_from_env(&second) != HIDET_NCCL_SUCCESS ||
+            hidet_nccl_bootstrap_rank(second, &r2, &n2) != HIDET_NCCL_SUCCESS ||
+            hidet_nccl_bootstrap_allgather(second, &me2, all2, sizeof me2, o.timeout) != HIDET_NCCL_SUCCESS)
+            die(2, "the second bootstrap: %s", hidet_nccl_last_error());
+        for (int i = 0; i < n2; i++)
+            if (all2[i].job_rank != i || all2[i].round != -2) die(1, "the second bootstrap: place %d holds rank %d", i, all2[i].job_rank);
+        printf("second bootstrap rank %d of %d\n", r2, n2);
+        free(all2);
+    }
     int round = 0, whole = 1, first_round = 0, last_heal = 0;
     g_epoch = joining ? -1 : 0;
     memset(g_members, 1, (size_t)size);
@@ -429,5 +447,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
     free(parts);
     if (hidet_nccl_bootstrap_destroy(bs) != HIDET_NCCL_SUCCESS) die(1, "destroy: %s", hidet_nccl_last_error());
+    if (second != NULL && hidet_nccl_bootstrap_destroy(second) != HIDET_NCCL_SUCCESS)
+        die(1, "destroy the second: %s", hidet_nccl_last_error());
     return 0;
 }

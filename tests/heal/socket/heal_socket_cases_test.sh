@@ -17,7 +17,8 @@
 #   fails        a rank that fails at once every time it is restarted: bounded by --max-restarts,
 #                said by the launcher, the job stopped, nothing left
 #   hub          rank 0's hub (no hidet-nccl-run): heal refused at once (UNSUPPORTED, saying how),
-#                a restarted rank refused at its init, saying why
+#                a restarted rank refused at its init, saying why; two bootstraps of a process
+#                alive at once on one port (the port kept for late ranks goes to the newer one)
 #   usage: heal_socket_cases_test.sh HIDET_NCCL_RUN HEAL_DRIVER
 set -u
 if [ -n "${TEST_SRCDIR:-}" ]; then . "$TEST_SRCDIR/$TEST_WORKSPACE/tests/wait_for.sh"; else . "$(dirname "$(realpath "$0")")/../../wait_for.sh"; fi
@@ -264,7 +265,7 @@ pids=""
 for r in 0 1 2; do
     env -i PATH="$PATH" MASTER_ADDR=127.0.0.1 MASTER_PORT=$port HIDET_NCCL_RANK=$r HIDET_NCCL_WORLD_SIZE=3 \
         HIDET_NCCL_JOB_KEY=hub-test HIDET_NCCL_JOB_SECRET=hub-secret-0123456789 \
-        "$DRIVER" 20 --kill-every 2 --kills 1 --victim 2 --exit0 --hold-heal "$d/go" --env-out "$d/env" --timeout "$T" \
+        "$DRIVER" 20 --two --kill-every 2 --kills 1 --victim 2 --exit0 --hold-heal "$d/go" --env-out "$d/env" --timeout "$T" \
         >"$d/r$r.out" 2>"$d/r$r.err" &
     pids="$pids $!"
 done
@@ -274,6 +275,8 @@ t0=$(date +%s%N)
 wait "$HAND"
 rc=$?
 took=$((($(date +%s%N) - t0) / 1000000))
+check "hub: two bootstraps alive at once on one port (the second took it over)" \
+    count_is <(cat "$d"/r?.out) "second bootstrap rank [0-2] of 3" 3
 check "hub: a restarted rank at rank 0's hub fails its init at once (exit 2, got $rc, $took ms)" [ $rc -eq 2 -a $took -lt $((T * 1000 / 2)) ]
 check "hub: ... saying why" has "$d/again.err" \
     "refused it: the job (3 ranks) formed before this rank came: its socket rendezvous lives in rank 0 and cannot take a restarted rank back in; heal needs hidet-nccl-run's (--rendezvous socket)"
