@@ -67,6 +67,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                                   members, m.mac != NULL);
         same_again(&m, again, n, data, size);
     }
+    if (m.kind == HN_BF_KIND_REQUEST) {
+        uint8_t again[HN_BF_HEADER + HN_BF_REQUEST_BODY + HN_BF_MAC + 4];
+        size_t n = hidet_nccl__bf_encode_request(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce,
+                                                 m.asked_ms, m.pid, m.host, m.mac != NULL);
+        same_again(&m, again, n, data, size);
+    }
+    if (m.kind == HN_BF_KIND_HEAL) {
+        static uint8_t again[HN_BF_MAX_FILE];
+        static hidet_nccl__bf_member_t members[HN_BF_MAX_WORLD];
+        static hidet_nccl__bf_refusal_t refused[HN_BF_MAX_REFUSALS];
+        uint32_t kept = 0;
+        for (uint32_t r = 0; r < m.world_size; r++) { /* flags 0, 3, 4, 5 or 7; no nonce out of the round */
+            hidet_nccl__bf_member(&m, r, &members[r]);
+            unsigned f = members[r].flags;
+            if (f != 0 && f != 3 && f != 4 && f != 5 && f != 7) __builtin_trap();
+            if (members[r].kept != (int)(f & 1)) __builtin_trap();
+            kept += f & 1;
+            if (strlen(members[r].host) > HN_BF_HOST_BYTES) __builtin_trap();
+        }
+        if (kept != m.kept_count || kept == 0 || members[m.rank].flags != 5 || m.refusals > HN_BF_MAX_REFUSALS)
+            __builtin_trap();
+        for (uint32_t i = 0; i < m.refusals; i++) {
+            hidet_nccl__bf_refusal(&m, i, &refused[i]);
+            if (refused[i].rank >= m.world_size || refused[i].reason < 1 || refused[i].reason > 3) __builtin_trap();
+        }
+        size_t n = hidet_nccl__bf_encode_heal(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.epoch, members,
+                                              refused, m.refusals, m.mac != NULL);
+        same_again(&m, again, n, data, size);
+    }
     if (m.kind == HN_BF_KIND_CLAIM) {
         uint8_t again[HN_BF_HEADER + HN_BF_CLAIM_BODY + 4];
         size_t n = hidet_nccl__bf_encode_claim(again, sizeof again, m.key, m.seq, m.world_size, m.rank, m.nonce,
