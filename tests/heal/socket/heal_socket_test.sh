@@ -4,8 +4,7 @@
 # which a rank drawn from the job's seed kills itself (SIGKILL) at a random moment (within 0 .. 2 ms of
 # the start of every KILL_EVERY-th round, at the latest KILL_EVERY/2 rounds later: inside a call or
 # between calls, now and then two at once), is started again by the launcher under its own rank, and is
-# taken back in by a heal round; until HEALS heal rounds were done in all (200; 60 under the
-# sanitizers). For every job:
+# taken back in by a heal round; until HEALS heal rounds were done in all (200). For every job:
 #   - no hang (the job's hard timeout), the launcher exits 0, and no process of the job is left;
 #   - every death was restarted (the launcher said so), and the restarted process started as the
 #     same job rank and said joining 1 (its init found the job formed);
@@ -20,10 +19,7 @@ set -u
 if [ -n "${TEST_SRCDIR:-}" ]; then . "$TEST_SRCDIR/$TEST_WORKSPACE/tests/wait_for.sh"; else . "$(dirname "$(realpath "$0")")/../../wait_for.sh"; fi
 RUN=$(realpath "$1")
 DRIVER=$(realpath "$2")
-HEALS=${HN_HEAL_ROUNDS:-200}
-if [ -n "${ASAN_OPTIONS:-}${UBSAN_OPTIONS:-}" ] && [ -z "${HN_HEAL_ROUNDS:-}" ]; then
-    HEALS=60 # every process under the sanitizers starts several times slower
-fi
+HEALS=${HN_HEAL_ROUNDS:-200} # a heal round takes milliseconds: 200 under the sanitizers too
 KILL_EVERY=4
 CALL_TIMEOUT=$(scaled 10) # every call's deadline on the ranks; a heal's decider waits half of it
 JOB_TIMEOUT=$(scaled 90)  # the hard bound of one job
@@ -104,7 +100,7 @@ while [ "$heals" -lt "$HEALS" ]; do
     moment=$(((job % 5) * 500)) # 0: at the round's start; else within 0.5 .. 2 ms of it
     timeout -k 2 "$JOB_TIMEOUT" "$RUN" -n "$n" --rendezvous socket --max-restarts $((kills_left + 5)) --restart-delay 0 \
         --tag-output "$DRIVER" "$rounds" --kill-every "$KILL_EVERY" --seed "$seed" --moment "$moment" \
-        --timeout "$CALL_TIMEOUT" >"$dir/out" 2>"$dir/err"
+        --timeout "$CALL_TIMEOUT" --env-out "$dir" >"$dir/out" 2>"$dir/err" # --env-out: a mark of this job's processes
     rc=$?
     took_ms=$((($(date +%s%N) - t0) / 1000000))
     if [ $rc -eq 124 ] || [ $took_ms -ge $((JOB_TIMEOUT * 1000)) ]; then
@@ -119,8 +115,8 @@ while [ "$heals" -lt "$HEALS" ]; do
         fail=1
         break
     fi
-    if ! gone "$DRIVER $rounds --kill-every $KILL_EVERY --seed $seed "; then
-        echo "job $job: processes left behind:"; pgrep -af "$DRIVER $rounds --kill-every $KILL_EVERY --seed $seed " | sed 's/^/    /'
+    if ! gone "$DRIVER .*--env-out $dir\$"; then
+        echo "job $job: processes left behind:"; pgrep -af "$DRIVER .*--env-out $dir\$" | sed 's/^/    /'
         fail=1
     fi
     if ! why=$(verdict "$dir" "$n"); then
