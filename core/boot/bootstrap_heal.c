@@ -3,7 +3,8 @@
  * here the call is checked (one round at a time, members and joined in the job's numbering,
  * this rank among the members, a joiner among the joined, the backend renumbered to the
  * members) and the tags restart above every earlier round. A member's round that fails leaves
- * the handle for destroy only, as a recovery's does. */
+ * the handle for destroy only, as a recovery's does; a backend that refuses at once
+ * (HIDET_NCCL_ERROR_UNSUPPORTED: it cannot heal in the way it was started) leaves it as it was. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +121,9 @@ hidet_nccl_status_t hidet_nccl__bootstrap_heal(hidet_nccl_bootstrap_h bs, double
     unsigned char *m = calloc((size_t)bs->job_size, 1), *j = calloc((size_t)bs->job_size, 1);
     hidet_nccl_status_t st = m && j ? round_checked(bs, timeout, m, j, n_members, n_joined)
                                     : HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory for %d ranks", bs->job_size);
-    if (st != HIDET_NCCL_SUCCESS) {
+    if (st == HIDET_NCCL_ERROR_UNSUPPORTED) { /* refused before any round (the socket rendezvous in rank 0) */
+        free(m), free(j);
+    } else if (st != HIDET_NCCL_SUCCESS) {
         bs->left_out = 1;
         snprintf(bs->left_why, sizeof bs->left_why,
                  "bootstrap '%s' is out of use since its heal round failed on this rank (job rank %d of %d, %s): "

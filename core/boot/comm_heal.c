@@ -168,6 +168,11 @@ hidet_nccl_status_t hidet_nccl_comm_heal(int comm_id, double timeout_s, int *new
     h.t0 = hidet_nccl__now();
     int fresh = 0;
     st = heal_taken(&h, new_id, &fresh);
+    if (st == HIDET_NCCL_ERROR_UNSUPPORTED && !h.b.bs->left_out) { /* refused before any round: as it was */
+        *new_id = -1;
+        hidet_nccl__comm_boot_done(comm_id, &h.b, -2);
+        return st;
+    }
     if (st != HIDET_NCCL_SUCCESS) {
         *new_id = -1;
         hidet_nccl__comm_boot_done(comm_id, &h.b, -1);

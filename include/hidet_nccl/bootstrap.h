@@ -134,7 +134,7 @@ typedef struct {
     const char *recover_unsupported;
     /* Optional (NULL: never asked). Without blocking and without taking anything a later call
      * needs: 1 (and why in msg) when the backend already knows that a rank of the current
-     * numbering died or began a recovery round, else 0. The library asks it, at most every
+     * numbering died or began a recovery or heal round, else 0. The library asks it, at most every
      * 50 ms, while hidet_nccl_comm_wait waits on a communicator made over this bootstrap, so that
      * a survivor whose NCCL has not seen the death (over NET only the dead rank's neighbours see
      * it at once; over NVLink nobody does) stops waiting and joins the recovery round. */
@@ -295,7 +295,8 @@ hidet_nccl_status_t hidet_nccl_bootstrap_joining(hidet_nccl_bootstrap_h bs, int 
  * be NULL): one entry per rank of the job (the size the bootstrap had when it was made): 1 for
  * each rank that goes on, 1 for each rank taken in as a joiner. *n_members, *n_joined (may be
  * NULL): their numbers. Errors: the bootstrap cannot heal (HIDET_NCCL_ERROR_UNSUPPORTED with its
- * reason: MPI, PMIx, plug-ins before version 4, the socket rendezvous without hidet-nccl-run);
+ * reason: MPI, PMIx, plug-ins before version 4, the socket rendezvous without hidet-nccl-run: the
+ * handle is then as it was);
  * a round under way on another thread (INVALID_USAGE); this rank left out, refused as a joiner
  * (BOOTSTRAP, the reason named), the deadline (TIMEOUT): the handle then takes only destroy. */
 hidet_nccl_status_t hidet_nccl_bootstrap_heal(hidet_nccl_bootstrap_h bs, double timeout_s, int *members, int *joined,

@@ -13,7 +13,7 @@
 #include "hidet_nccl/hidet_nccl.h"
 #include "tests/cunit_runner.h"
 
-typedef enum { GOOD, JOINED_NOT_MEMBER, NOT_ME, ME_NOT_JOINED, SAME_EPOCH, FAIL } mode_t_;
+typedef enum { GOOD, JOINED_NOT_MEMBER, NOT_ME, ME_NOT_JOINED, SAME_EPOCH, FAIL, REFUSE } mode_t_;
 
 static struct {
     mode_t_ mode;
@@ -83,6 +83,10 @@ static hidet_nccl_status_t p_heal(void *s, uint64_t *epoch, double wait_s, doubl
     if (g.mode == FAIL) {
         snprintf(m, n, "job rank %d is alive: a second process for it is refused", g.back);
         return HIDET_NCCL_ERROR_BOOTSTRAP;
+    }
+    if (g.mode == REFUSE) {
+        snprintf(m, n, "this rendezvous lives in rank 0: start the job with hidet-nccl-run to heal");
+        return HIDET_NCCL_ERROR_UNSUPPORTED;
     }
     if (*epoch == 0) *epoch = g.decided_epoch;
     if (g.mode == SAME_EPOCH) *epoch = *epoch - 1;
@@ -211,6 +215,18 @@ static void test_bad_answers(void) {
     }
 }
 
+/* A backend that refuses at once (it cannot heal as it was started) leaves the handle as it was. */
+static void test_refused_at_once(void) {
+    hidet_nccl_bootstrap_h bs = make(REFUSE, 2, 0);
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_heal(bs, 2, NULL, NULL, NULL, NULL), HIDET_NCCL_ERROR_UNSUPPORTED,
+                     "start the job with hidet-nccl-run to heal");
+    char b[8] = "x";
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_broadcast(bs, b, 8, 0, 1), HIDET_NCCL_SUCCESS, NULL);
+    CU_ASSERT_EQUAL(g.last_tag, 0); /* no round counted */
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_recover(bs, 2, NULL, NULL), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_destroy(bs), HIDET_NCCL_SUCCESS, NULL);
+}
+
 /* A version 3 plug-in cannot heal and says why; a version 4 one with half the pair is refused. */
 static void test_versions(void) {
     memset(&g, 0, sizeof g);
@@ -253,6 +269,7 @@ int main(void) {
         {"a member's round after a recovery", test_member_after_recovery},
         {"a restarted rank joins", test_joiner},
         {"answers that break the contract", test_bad_answers},
+        {"a backend that refuses at once leaves the handle as it was", test_refused_at_once},
         {"versions", test_versions},
         {"comm_heal and comm_joined checks", test_comm_checks},
         {NULL, NULL},
