@@ -53,11 +53,19 @@ hidet_nccl_status_t hidet_nccl__comm_failed(int id, hidet_nccl_status_t st, int 
     return st;
 }
 
-/* "rank R of N" of a live communicator, for messages. */
-static void describe(const hn_nccl_t *n, ncclComm_t comm, char *out, size_t size) {
+/* "rank R of N" of a communicator, for messages: the registry's (NCCL answers -1 for a
+ * communicator with an error), else NCCL's (a borrowed one). */
+static void describe(const hn_nccl_t *n, int id, ncclComm_t comm, char *out, size_t size) {
+    hn_slot_t slot;
     int rank = -1, count = -1;
-    n->CommUserRank(comm, &rank);
-    n->CommCount(comm, &count);
+    if (hidet_nccl__registry_get(id, 1, &slot) == HIDET_NCCL_SUCCESS) {
+        rank = slot.rank >= 0 ? slot.rank : slot.asked_rank;
+        count = slot.nranks > 0 ? slot.nranks : slot.asked_nranks;
+    }
+    if (count <= 0 || rank < 0) {
+        n->CommUserRank(comm, &rank);
+        n->CommCount(comm, &count);
+    }
     snprintf(out, size, "rank %d of %d", rank, count);
 }
 
@@ -68,7 +76,7 @@ static hidet_nccl_status_t async_error(const hn_nccl_t *n, int id, ncclComm_t co
     ncclResult_t r = n->CommGetAsyncError(comm, &async);
     if (r == ncclSuccess && (async == ncclSuccess || async == ncclInProgress)) return HIDET_NCCL_SUCCESS;
     char who[64], call[192];
-    describe(n, comm, who, sizeof who);
+    describe(n, id, comm, who, sizeof who);
     snprintf(call, sizeof call, "%s: communicator id %d (%s) has an asynchronous error", what, id, who);
     return hidet_nccl__nccl_fail(NULL, call, r != ncclSuccess ? r : async, comm);
 }
@@ -130,14 +138,14 @@ hidet_nccl_status_t hidet_nccl_comm_wait(int comm_id, cudaStream_t stream, doubl
             if (news(comm_id, heard, sizeof heard)) {
                 st = HN_FAIL(HIDET_NCCL_ERROR_BOOTSTRAP,
                              "the work queued on stream %p cannot finish: communicator id %d's rendezvous says %s; "
-                             "recover it (hidet_nccl_comm_recover) with the others",
+                             "recover or heal it (hidet_nccl_comm_recover, hidet_nccl_comm_heal) with the others",
                              (void *)stream, comm_id, heard);
                 return hidet_nccl__comm_failed(comm_id, st, 1, "hidet_nccl_comm_wait heard a peer began recovery");
             }
         }
         if (hidet_nccl__poll_expired(&poll)) {
             char who[64];
-            describe(n, comm, who, sizeof who);
+            describe(n, comm_id, comm, who, sizeof who);
             st = HN_FAIL(HIDET_NCCL_ERROR_TIMEOUT,
                          "the work queued on stream %p was not done within %.1f s; communicator id %d (%s) reports "
                          "no error, so a peer is probably dead or stopped, or has not called the same collectives",
