@@ -130,7 +130,7 @@ static void look_requests(heal_t *h) {
             snprintf(a->why, sizeof a->why, "%s: a request for job rank %d of a job of %d ranks; refused", a->path, r,
                      h->job_size), a->rank = -1;
         if (got == 0) continue; /* gone since */
-        if (got == 1 && hidet_nccl__bf_process_gone(a->q.pid, a->q.host)) {
+        if ((got == 1 || got == 3) && hidet_nccl__bf_process_gone(a->q.pid, a->q.host)) {
             if (lstat(a->path, &after) == 0 && hidet_nccl__bf_same_file(&before, &after) && unlink(a->path) == 0)
                 HN_INFO("heal round %llu, job rank %d (decider): %s is the request of pid %u on this host for job rank "
                         "%d, which is gone (it died waiting): stale, removed", (unsigned long long)h->x.epoch,
@@ -558,6 +558,37 @@ static hidet_nccl_status_t joiner_taken(hn_bf_state_t *s, const hidet_nccl__bf_m
     return HIDET_NCCL_SUCCESS;
 }
 
+/* A decision (recovery or heal) of this job after round epoch: the job went on past the round
+ * that took this joiner in, without it (it read that round too late); its round in *later. */
+static int went_on(const hn_bf_state_t *s, uint64_t epoch, uint64_t *later) {
+    DIR *d = opendir(s->dir);
+    if (d == NULL) return 0;
+    uint64_t gen = hidet_nccl__bf_seq_generation(hidet_nccl__bf_seq(s, 0));
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
+        uint64_t seq;
+        int r, tmp, kind = hidet_nccl__bf_name_kind(s->key, e->d_name, &seq, &r, &tmp);
+        if (kind != HN_BF_NAME_DECISION || tmp || hidet_nccl__bf_seq_generation(seq) != gen ||
+            hidet_nccl__bf_seq_epoch(seq) <= epoch)
+            continue;
+        char path[HN_BF_PATH_BYTES + 300], why[768];
+        uint8_t *data = NULL;
+        size_t len;
+        hidet_nccl__bf_msg_t m;
+        snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name);
+        if ((hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_HEAL, &data, &len, &m) ||
+             hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_DECISION, &data, &len, &m)) &&
+            m.seq == seq && m.epoch == hidet_nccl__bf_seq_epoch(seq) &&
+            hidet_nccl__bf_mac_ok(s, data, &m, "its decider", why, sizeof why) == 0) {
+            found = 1;
+            *later = m.epoch;
+        }
+        free(data);
+    }
+    closedir(d);
+    return found;
+}
+
 /* A heal decision judged already (its round and file), so that it is not read again. */
 typedef struct {
     uint64_t epoch;
@@ -609,7 +640,17 @@ static hidet_nccl_status_t joiner_round(hn_bf_state_t *s, uint64_t *epoch, doubl
                 hidet_nccl__bf_member_t p;
                 hidet_nccl__bf_member(&m, (uint32_t)s->first_rank, &p);
                 int reason = refusal_of(&m, s->first_rank, nonce);
-                if ((p.flags & HN_BF_HEAL_JOINED) && memcmp(p.nonce, nonce, HN_BF_NONCE) == 0) {
+                uint64_t later = 0;
+                if ((p.flags & HN_BF_HEAL_JOINED) && memcmp(p.nonce, nonce, HN_BF_NONCE) == 0 &&
+                    went_on(s, at, &later)) {
+                    st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
+                                         "job rank %d of %d (job key '%s' in %s), a restarted rank, was taken in by heal "
+                                         "round %llu (%s), but the job went on to round %llu without it before it "
+                                         "read that (it was slower than the members' wait)", s->first_rank,
+                                         s->first_size, s->key, s->dir, (unsigned long long)at, path,
+                                         (unsigned long long)later);
+                    note_heard(s, &m, at);
+                } else if ((p.flags & HN_BF_HEAL_JOINED) && memcmp(p.nonce, nonce, HN_BF_NONCE) == 0) {
                     st = joiner_taken(s, &m, at, request, &mine, members, joined, msg, n);
                     if (st == HIDET_NCCL_SUCCESS) *epoch = at;
                     free(data);
@@ -617,10 +658,10 @@ static hidet_nccl_status_t joiner_round(hn_bf_state_t *s, uint64_t *epoch, doubl
                     free(judged);
                     return st;
                 }
-                if (reason != 0) {
+                if (st == HIDET_NCCL_SUCCESS && reason != 0) {
                     st = refused(s, &m, reason, path, request, 1, msg, n);
                     note_heard(s, &m, at); /* its files wait for this joiner to have read it: tidied at its end */
-                } else {
+                } else if (st == HIDET_NCCL_SUCCESS) {
                     note_seen(s, &m, seen, sizeof seen);
                 }
             } else if (got == 3 || got < 0) {
@@ -634,6 +675,7 @@ static hidet_nccl_status_t joiner_round(hn_bf_state_t *s, uint64_t *epoch, doubl
                     snprintf(last, sizeof last, "%s", why);
             }
             free(data);
+            if (got == 0) continue; /* gone since it was listed */
             judged_t *more = realloc(judged, sizeof *judged * (size_t)(n_judged + 1));
             if (more != NULL) {
                 judged = more;

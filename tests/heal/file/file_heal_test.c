@@ -24,11 +24,12 @@
 #include "tests/deadline.h"
 #include "tests/file_ranks.h"
 
-/* Files in dir whose names contain part (none printed). */
+/* Files in dir whose names contain part, temporary files (being written) aside (none printed). */
 static int count_named(const char *dir, const char *part) {
     DIR *d = opendir(dir);
     int n = 0;
-    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) n += e->d_name[0] != '.' && strstr(e->d_name, part);
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.' && strstr(e->d_name, part) && !strstr(e->d_name, ".tmp.");
     if (d != NULL) closedir(d);
     return n;
 }

@@ -36,7 +36,6 @@ has() { grep -q -- "$2" "$1"; }
 count_is() { [ "$(grep -c -- "$2" "$1")" -eq "$3" ]; }
 show() { sed 's/^/    /' "$@" | tail -n 12; }
 empty() { [ -z "$(ls -A "$1")" ] || { echo "    left in $1: $(ls -A "$1" | tr '\n' ' ')"; return 1; }; }
-requests() { ls -A "$1/rdv" | grep -c "\.request\.$2\." ; }
 
 # job DIR N DRIVER_ARGS...: the launcher in the background (pid in JOB), its rendezvous directory
 # DIR/rdv (key: the case's name); its output in DIR.
@@ -76,7 +75,10 @@ hand() {
 LAUNCH=""
 STAGE="--wait-at 1 --kill-every 2 --kills 1 --victim 2 --exit0"
 at_round_1() { wait_for 30 "the ranks at round 1" bash -c "[ \$(grep -c 'waiting at round 1' '$1/out') -eq 3 ]"; }
-asked() { wait_for 30 "$3 request(s) for rank $2" bash -c "[ \$(ls -A '$1/rdv' | grep -c '\.request\.$2\.') -eq $3 ]"; }
+asked() { # asked DIR RANK COUNT: COUNT requests for RANK are in place (not being written)
+    wait_for 30 "$3 request(s) for rank $2" bash -c \
+        "[ \$(ls -A '$1/rdv' | grep '\.request\.$2\.' | grep -vc '\.tmp\.') -eq $3 ]"
+}
 
 # ---------------------------------------------------------------- live
 failed_before=$failed
