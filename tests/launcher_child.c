@@ -8,6 +8,9 @@
  *   launcher_child finish R       rank R kills itself with SIGKILL once every rank has started;
  *                                 the others, once it is gone, run 1 s more and exit 0, printing
  *                                 "rank N finished"
+ *   launcher_child hold R         as bootstrap; then rank R, in its first life
+ *                                 ($HIDET_NCCL_RESTART_COUNT 0), SIGKILLs itself, and the others
+ *                                 hold their bootstrap until stopped
  *   launcher_child sleep          every rank waits to be stopped
  *   launcher_child lines          three lines on stdout, one on stderr
  *   launcher_child outlive K FILE as bootstrap; then the ranks below K destroy their bootstrap
@@ -111,6 +114,14 @@ int main(int argc, char **argv) {
         hidet_nccl_bootstrap_h bs;
         if (bootstrap_round(&bs) != 0) return 1;
         return hidet_nccl_bootstrap_destroy(bs) == HIDET_NCCL_SUCCESS ? 0 : 1;
+    }
+    if (strcmp(mode, "hold") == 0 && argc > 2) {
+        hidet_nccl_bootstrap_h bs;
+        if (bootstrap_round(&bs) != 0) return 1;
+        const char *count = getenv("HIDET_NCCL_RESTART_COUNT");
+        if (rank == atoi(argv[2]) && count != NULL && strcmp(count, "0") == 0) raise(SIGKILL);
+        sleep(600); /* until stopped, holding the bootstrap */
+        return 0;
     }
     if (strcmp(mode, "outlive") == 0 && argc > 3) {
         hidet_nccl_bootstrap_h bs;
