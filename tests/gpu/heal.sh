@@ -41,7 +41,7 @@ run_job() { # NAME N PLAN SEED RESTARTS
     t1=$(date +%s.%N)
     echo "$name: launcher exit $rc after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') s" >>"$work/$name.log"
     [ "$rc" -eq 124 ] && { echo "heal.sh: $name HUNG (killed after 120 s)"; hangs=$((hangs + 1)); }
-    grep -E "timing:|FAILED|WRONG|exact|heal:|: OK|restart|launcher exit" "$work/$name.log" | sed "s/^/$name: /"
+    grep -E "timing:|FAILED|WRONG|exact|heal:|: OK|restart|launcher exit|ready in" "$work/$name.log" | sed "s/^/$name: /"
     local ok
     ok=$(grep -c "heal_gpu_test ($plan): OK" "$work/$name.log")
     if [ "$rc" -ne 0 ] || [ "$ok" -ne "$n" ] || grep -q "FAILED\|WRONG" "$work/$name.log"; then
