@@ -250,6 +250,44 @@ static void tidy_rounds(hn_bf_state_t *s, uint64_t before, int at_end) {
     s->n_rounds = kept;
 }
 
+/* 1 if this process noted recovery or heal round epoch. */
+static int noted(const hn_bf_state_t *s, uint64_t epoch) {
+    for (int i = 0; i < s->n_rounds; i++)
+        if (s->rounds[i].epoch == epoch) return 1;
+    return 0;
+}
+
+/* The decision (recovery or heal) of earlier round `at` at path, which this process did not note:
+ * noted now from the decision itself (each rank's process as its decider knew it, every joiner it
+ * answered), so that its files go once nobody needs them, never before. The processes that noted
+ * it may all have died since (heal rounds replace them); a rank it left out that is stopped or
+ * slow may still come to read it, and must find it: it is told it was left out, never decides
+ * that round again on its own. Only this job's (its name's round, its MAC). */
+static void adopt(hn_bf_state_t *s, const char *path, uint64_t seq, uint64_t at) {
+    uint8_t *data;
+    size_t len;
+    hidet_nccl__bf_msg_t m;
+    char why[768];
+    int heal = hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_HEAL, &data, &len, &m);
+    if (!heal && !hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_DECISION, &data, &len, &m)) return;
+    if (m.seq == seq && m.epoch == at && (!heal || m.world_size == (uint32_t)s->first_size) &&
+        hidet_nccl__bf_mac_ok(s, data, &m, "its decider", why, sizeof why) == 0) {
+        int before = 0; /* a heal round's members before it (a recovery round's: its world) */
+        for (uint32_t j = 0; heal && j < m.world_size; j++) {
+            hidet_nccl__bf_member_t p;
+            hidet_nccl__bf_member(&m, j, &p);
+            before += (p.flags & HN_BF_HEAL_BEFORE) != 0;
+        }
+        hn_bf_peer_t *old = calloc((size_t)m.world_size + 1, sizeof *old); /* as the decision knew them */
+        if (old != NULL && heal)
+            hidet_nccl__bf_round_note_heal(s, at, before, -1, &m, old);
+        else if (old != NULL)
+            hidet_nccl__bf_round_note(s, at, (int)m.world_size, -1, &m, old);
+        free(old);
+    }
+    free(data);
+}
+
 void hidet_nccl__bf_sweep(hn_bf_state_t *s, uint64_t epoch) {
     DIR *d = opendir(s->dir);
     if (d == NULL) return;
@@ -261,17 +299,23 @@ void hidet_nccl__bf_sweep(hn_bf_state_t *s, uint64_t epoch) {
         if (kind == HN_BF_NAME_OTHER || hidet_nccl__bf_seq_generation(seq) != gen) continue;
         uint64_t at = hidet_nccl__bf_seq_epoch(seq);
         int gone = 0;
+        struct stat st;
         snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name);
         if (tmp) /* a writer of this host killed mid-write (a live one may be writing still) */
             gone = at <= epoch && hidet_nccl__bf_tmp_orphaned(e->d_name);
         else if (kind == HN_BF_NAME_ROUND) /* the rounds the death broke off */
             gone = at < epoch;
-        else if (kind == HN_BF_NAME_DECISION || kind == HN_BF_NAME_LEFTOUT)
-            /* the roster, and earlier rounds' decisions and marks: every rank this round keeps is
-             * past them, and a rank left out that comes late is told so by this round's decision
-             * (the processes that noted them may have died since: heal rounds replace them) */
-            gone = at < epoch;
-        else if (kind == HN_BF_NAME_JOIN) /* presences and joins of dead processes */
+        else if (kind == HN_BF_NAME_DECISION && at == 0) /* the roster */
+            gone = 1;
+        else if (kind == HN_BF_NAME_DECISION && at < epoch && !noted(s, at)) /* goes once nobody needs it */
+            adopt(s, path, seq, at);
+        else if (kind == HN_BF_NAME_LEFTOUT && at > 0 && at < epoch) {
+            /* a mark tells its round's tidying that its rank read the decision: one whose
+             * decision went (an earlier round's is never put again) tells nobody anything */
+            char decision[PATH_BYTES];
+            hidet_nccl__bf_recovery_path(s, at, -1, "", decision, sizeof decision);
+            gone = lstat(decision, &st) != 0;
+        } else if (kind == HN_BF_NAME_JOIN) /* presences and joins of dead processes */
             gone = at <= epoch && writer_gone(s, path);
         else if (kind == HN_BF_NAME_REQUEST) /* requests of restarted ranks that died waiting */
             gone = writer_gone_of(s, path, HN_BF_KIND_REQUEST);
@@ -353,13 +397,6 @@ static void drop_roster(const hn_bf_state_t *s) {
     free(data);
     hidet_nccl__bf_recovery_path(s, 0, -1, "", path, sizeof path);
     if (me.pid == (uint32_t)getpid() && strcmp(me.host, s->host) == 0) unlink(path);
-}
-
-/* 1 if this process noted recovery round epoch. */
-static int noted(const hn_bf_state_t *s, uint64_t epoch) {
-    for (int i = 0; i < s->n_rounds; i++)
-        if (s->rounds[i].epoch == epoch) return 1;
-    return 0;
 }
 
 /* The next recovery round was decided without this rank (it never joined): it ends now, so it

@@ -32,11 +32,13 @@ void hidet_nccl__bf_round_note_heal(hn_bf_state_t *s, uint64_t epoch, int old_si
 /* The new rank 0 once it took the decision of recovery or heal round `epoch` (every rank that goes
  * on has left the rounds before it). Of this key and generation: what the rounds of earlier
  * epochs left (claims, announces, hellos and their marks: the rounds a death broke off), the
- * roster, and the decisions and .leftout marks of earlier recovery and heal rounds (a rank left
- * out of one that comes late finds this round's: it is told it was left out); up to this round,
- * joins (presences among them), requests and temporary files of processes of this host that are
- * gone. Then the earlier rounds noted whose files nobody needs any more. One listing of the
- * directory. */
+ * roster, .leftout marks of earlier rounds whose decision went; up to this round, joins
+ * (presences among them), requests and temporary files of processes of this host that are gone.
+ * The decision of an earlier recovery or heal round this process did not note is noted from the
+ * decision itself (those that noted it may have died: heal replaces them), never removed here: a
+ * rank it left out, or kept, that was stopped while the others went on must find it when it
+ * comes (else it would decide that round anew, alone). Then the earlier rounds noted whose files
+ * nobody needs any more. One listing of the directory. */
 void hidet_nccl__bf_sweep(hn_bf_state_t *s, uint64_t epoch);
 
 /* At finalize: rank 0's roster; a recovery round of the next epoch decided without this rank

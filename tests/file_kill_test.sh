@@ -6,8 +6,11 @@
 # is sent SIGKILL (two jobs in three) or SIGSTOP, half of the jobs 0 to 40 ms after it made its
 # bootstrap (its BOOT line: the job is being made, its first rounds), half 0 to 15
 # ms after a rank began to recover from the planned death. A stopped rank is let go on (SIGCONT)
-# past the calls' deadline. Jobs run until JOBS (100) were signalled in time: a signal that came
-# after the victim ended, or after the job's work (a rank had printed DONE: the victim may then be
+# past the calls' deadline, or (half of them) once every other rank of its job ended: it comes
+# after the others decided rounds without it (or kept it, then went on) and tidied; it must find
+# the decision that answers it, never decide a round of its own. Each job's key carries the
+# run's own suffix (runs side by side never signal each other's ranks). Jobs run until JOBS (100)
+# were signalled in time: a signal that came after the victim ended, or after the job's work (a rank had printed DONE: the victim may then be
 # the last process, with nobody left to remove what it had under way), does not count, and such
 # jobs are run on top (at most twice JOBS in all). For every job:
 #   - it ends before its hard timeout: no hang;
@@ -41,15 +44,21 @@ pid_of_rank() {
     [ -n "$files" ] && grep -lzx "HIDET_NCCL_RANK=$2" $files 2>/dev/null | head -n 1 | cut -d/ -f3
 }
 
+# others_of KEY PID: the processes of the job with that key but PID (an ended one, a zombie
+# included, shows no environment).
+others_of() { grep -lzx "HIDET_NCCL_JOB_KEY=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | grep -vx "$2"; }
+
 # job I: one job; its verdict in $BASE/job$I/verdict ("ok ..." or what went wrong).
 job() {
     local i=$1 dir="$BASE/job$1"
     RANDOM=$((7919 * i + 17))
-    local n=$((3 + RANDOM % 6)) victim planned how=KILL when=made delay_ms key="kill$i"
+    local n=$((3 + RANDOM % 6)) victim planned how=KILL when=made delay_ms key="kill$i.${BASE##*.}"
     victim=$((RANDOM % n))
     planned=$(((victim + 1 + RANDOM % (n - 1)) % n)) # the rank that kills itself: another one
     ((RANDOM % 3 == 2)) && how=STOP
     if ((RANDOM % 2)); then when=made delay_ms=$((RANDOM % 41)); else when=recovery delay_ms=$((RANDOM % 16)); fi
+    local wake=timed # a stopped rank: let go on past the deadline, or once every other rank of the job ended
+    ((RANDOM % 2)) && wake=last
     mkdir -p "$dir/rdv" "$dir/out"
     chmod 700 "$dir/rdv"
     local t0=$(date +%s%N)
@@ -72,7 +81,16 @@ job() {
     if [ -n "$pid" ] && grep -qzx "HIDET_NCCL_JOB_KEY=$key" "/proc/$pid/environ" 2>/dev/null &&
         kill "-$how" "$pid" 2>/dev/null; then hit=hit; fi
     local t_hit=$(date +%s.%N)
-    if [ "$hit" = hit ] && [ "$how" = STOP ]; then # past the calls' deadline, then on
+    if [ "$hit" = hit ] && [ "$how" = STOP ] && [ $wake = last ]; then
+        # once the others ended (they wait for a stopped rank no longer than their deadlines): they
+        # tidied what they could, and it must still find the decision that left it out (or that
+        # kept it, with a round after it): told so, never deciding a round of its own
+        for ((k = 0; k < 400; k++)); do
+            [ -z "$(others_of "$key" "$pid")" ] && break
+            sleep 0.05
+        done
+        kill -CONT "$pid" 2>/dev/null
+    elif [ "$hit" = hit ] && [ "$how" = STOP ]; then # past the calls' deadline, then on
         sleep $((CALL_TIMEOUT + 1))
         kill -CONT "$pid" 2>/dev/null
     fi
@@ -80,6 +98,7 @@ job() {
     local rc=$? took_ms=$((($(date +%s%N) - t0) / 1000000))
     local what="$how rank $victim of $n ${delay_ms} ms after its bootstrap was made ($hit)"
     [ $when = recovery ] && what="$how rank $victim of $n ${delay_ms} ms into the first recovery ($hit)"
+    [ "$how" = STOP ] && [ $wake = last ] && what="$what, let go on once the others ended"
     # The signal came after the job's work when a rank had printed DONE before it (its log's time):
     # then the victim may have been the last process of the job, with nobody left to remove what
     # it had under way; that is no kill while the job is made or recovers, and what it leaves is
