@@ -14,6 +14,8 @@
  *   After every heal: the communicator has every job rank again, each at its job rank, the
  *   restarted one (only) named by hidet_nccl_comm_joined on every rank; the stage goes on from the
  *   members to the newcomer by a broadcast from the lowest member that was not new.
+ *   With HEAL_TEST_ABORT_FIRST set, the members abort the failed communicator (hidet_nccl_comm_abort)
+ *   before they heal: what NCCL's leftovers of it cost the heal.
  *   Every rank's last process prints "heal_gpu_test: OK" (or FAILED); timings on "timing:" lines. */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -195,6 +197,7 @@ int main(int argc, char **argv) {
     double timeout = atof(argv[2]);
     unsigned seed = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 1;
     const char *restarts = getenv("HIDET_NCCL_RESTART_COUNT");
+    int abort_first = getenv("HEAL_TEST_ABORT_FIRST") != NULL; /* heal.sh's comparison run */
     int restarted = restarts != NULL && atoi(restarts) > 0;
     job_t j;
     memset(&j, 0, sizeof j);
@@ -240,6 +243,8 @@ int main(int argc, char **argv) {
         if (it < 0) break;
         int old = j.id, n_joined = -1;
         double t0 = hn_now();
+        if (abort_first) /* measurement: NCCL's side of the failed communicator gone before the heal */
+            EXPECT(hidet_nccl_comm_abort(old) == HIDET_NCCL_SUCCESS, "abort the failed communicator");
         hidet_nccl_status_t st = hidet_nccl_comm_heal(old, 6 * timeout, &j.id, &n_joined);
         double took = hn_now() - t0;
         if (st != HIDET_NCCL_SUCCESS) {
@@ -256,7 +261,7 @@ int main(int argc, char **argv) {
         EXPECT(hidet_nccl_all_reduce(old, &x, &x, 1, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, j.s) ==
                    HIDET_NCCL_ERROR_INVALID_COMM,
                "the old id takes no collective");
-        EXPECT(hidet_nccl_comm_destroy(old) == HIDET_NCCL_SUCCESS, "destroy the old id");
+        if (!abort_first) EXPECT(hidet_nccl_comm_destroy(old) == HIDET_NCCL_SUCCESS, "destroy the old id");
         int s = stage;
         if (!settle(&j, job_size, victim, &s)) break;
         EXPECT(s == stage, "the stage agreed");
