@@ -44,6 +44,23 @@ pid_of_rank() {
     [ -n "$files" ] && grep -lzx "HIDET_NCCL_RANK=$2" $files 2>/dev/null | head -n 1 | cut -d/ -f3
 }
 
+# The waits for a moment to signal run in bash alone (no process started per look: under load each
+# would cost the victim's job its time, and the signal would come after the victim ended).
+exec {NAP}<> <(:) # a pipe nobody writes: a read on it with a timeout sleeps
+nap() { read -r -t "$1" -u "$NAP" _ 2>/dev/null; }
+# starts FILE PREFIX: a line of FILE starts with PREFIX.
+starts() {
+    local l
+    { while IFS= read -r l || [ -n "$l" ]; do [[ $l == "$2"* ]] && return 0; done <"$1"; } 2>/dev/null
+    return 1
+}
+# in_job PID KEY: process PID runs as a rank of the job with that key.
+in_job() {
+    local v
+    { while IFS= read -r -d '' v; do [ "$v" = "HIDET_NCCL_JOB_KEY=$2" ] && return 0; done <"/proc/$1/environ"; } 2>/dev/null
+    return 1
+}
+
 # others_of KEY PID: the processes of the job with that key but PID (an ended one, a zombie
 # included, shows no environment).
 others_of() { grep -lzx "HIDET_NCCL_JOB_KEY=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | grep -vx "$2"; }
@@ -64,21 +81,22 @@ job() {
     local t0=$(date +%s%N)
     timeout -k 2 "$JOB_TIMEOUT" "$RUN" -n "$n" --keep-going --rendezvous-dir "$dir/rdv" --job-key "$key" \
         --output-dir "$dir/out" "$PEER" "$planned" "$((5000 + i))" "$CALL_TIMEOUT" >"$dir/launcher.log" 2>&1 &
-    local launcher=$! hit=missed pid="" k
+    local launcher=$! hit=missed pid="" k f
     for ((k = 0; k < 2000; k++)); do # its bootstrap made (its BOOT line), or it ended already
-        grep -qs '^BOOT' "$dir/out/rank.$victim.log" && break
+        starts "$dir/out/rank.$victim.log" BOOT && break
         kill -0 "$launcher" 2>/dev/null || break
-        sleep 0.002
+        nap 0.002
     done
     pid=$(pid_of_rank "$key" "$victim")
     for ((k = 0; k < 2000; k++)); do # for a kill in recovery: a rank began to recover (from the planned death)
-        [ $when = made ] || grep -qs '^SAW' "$dir"/out/rank.*.log && break
+        [ $when = made ] && break
+        for f in "$dir"/out/rank.*.log; do starts "$f" SAW && break 2; done
         kill -0 "$launcher" 2>/dev/null || break
-        sleep 0.002
+        nap 0.002
     done
-    sleep "$(printf '0.%03d' "$delay_ms")"
+    nap "$(printf '0.%03d' "$delay_ms")"
     # still the victim (its pid not yet another process's: tests run side by side)
-    if [ -n "$pid" ] && grep -qzx "HIDET_NCCL_JOB_KEY=$key" "/proc/$pid/environ" 2>/dev/null &&
+    if [ -n "$pid" ] && in_job "$pid" "$key" &&
         kill "-$how" "$pid" 2>/dev/null; then hit=hit; fi
     local t_hit=$(date +%s.%N)
     if [ "$hit" = hit ] && [ "$how" = STOP ] && [ $wake = last ]; then
@@ -87,7 +105,7 @@ job() {
         # kept it, with a round after it): told so, never deciding a round of its own
         for ((k = 0; k < 400; k++)); do
             [ -z "$(others_of "$key" "$pid")" ] && break
-            sleep 0.05
+            nap 0.05
         done
         kill -CONT "$pid" 2>/dev/null
     elif [ "$hit" = hit ] && [ "$how" = STOP ]; then # past the calls' deadline, then on
