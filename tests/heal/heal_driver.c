@@ -8,8 +8,9 @@
  * hidet_nccl_bootstrap_news says 1, calls hidet_nccl_bootstrap_heal and checks the answer (this
  * rank a member at its place in job order, a joiner among the joined, the joined among the
  * members, every job rank a member unless --partial-ok); then every rank allgathers what it was
- * told (epoch, members, joined, and its next round: -1 on a joiner) and checks that all agree,
- * and a joiner takes the members' round. Not whole yet: heal again, until the heal deadline.
+ * told (epoch, members, joined, and its next round: -1 on a joiner) and checks that all agree
+ * (the members' next rounds within one of each other: all take the earlier), and a joiner takes
+ * the members' round. Not whole yet: heal again, until the heal deadline.
  * Each heal prints one line:
  *   heal round E members 0 1 2 joined 2 rank R took X ms end T
  * (E: the round's number, the members' count of heal rounds, which a joiner learns from the views;
@@ -300,7 +301,18 @@ static int heal_once(hidet_nccl_bootstrap_h bs, int joiner, int *round, int *who
         free(all);
         return -1;
     }
+    /* The members' next rounds may differ by one: a member whose allgather ended well (it took the
+     * bytes) before a death its root saw goes on to the next round while the others heal at that
+     * one (the shared-file rendezvous allows it). They agree on the earlier: the one ahead does it
+     * again (its parts are the same). */
     int next = -1, epoch = -1, place = 0;
+    for (int r = 0, p = 0; r < g_job_size; r++) {
+        if (!v.members[r]) continue;
+        const view_t *w = &all[p++];
+        if (w->next_round >= 0 && w->epoch >= 0 && (next < 0 || w->next_round < next)) next = w->next_round;
+    }
+    int earliest = next;
+    next = -1;
     for (int r = 0; r < g_job_size; r++) {
         if (!v.members[r]) continue;
         view_t *w = &all[place++];
@@ -315,10 +327,10 @@ static int heal_once(hidet_nccl_bootstrap_h bs, int joiner, int *round, int *who
             if (w->next_round >= 0 || w->epoch >= 0) die(1, "views: job rank %d knows the round but not the epoch", r);
             continue;
         }
-        if (next >= 0 && (w->next_round != next || w->epoch != epoch))
-            die(1, "views: the members are at rounds %d and %d, heal rounds %d and %d (job rank %d)", next, w->next_round,
-                epoch, w->epoch, r);
-        next = w->next_round;
+        if (w->next_round > earliest + 1 || (next >= 0 && w->epoch != epoch))
+            die(1, "views: the members are at rounds %d and %d, heal rounds %d and %d (job rank %d)", earliest,
+                w->next_round, epoch, w->epoch, r);
+        next = earliest;
         epoch = w->epoch;
     }
     free(all);
