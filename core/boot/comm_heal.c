@@ -65,9 +65,8 @@ typedef struct {
 static hidet_nccl_status_t make_new(heal_t *h, const unsigned char *kept, int old_size, int n_members, int n_joined,
                                     const char **path, int *new_id) {
     const hn_nccl_t *n = hidet_nccl__nccl_loaded();
-    int lost = 0, old_rank = 0, unused;
+    int lost = 0;
     for (int r = 0; r < old_size; r++) lost += !kept[r];
-    hidet_nccl__bootstrap_rank(h->b.bs, &old_rank, &unused);
     double left = h->timeout - (hidet_nccl__now() - h->t0);
     *path = "rebuild";
     if (n_joined == 0) { /* only the members are here: they agree on what NCCL can still do */
