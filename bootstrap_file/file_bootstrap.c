@@ -187,7 +187,8 @@ static hidet_nccl_status_t file_finalize(void *state, char *msg, size_t msg_byte
     file_state_t *s = state;
     hidet_nccl_status_t st = hidet_nccl__bf_presence_held(s, msg, msg_bytes);
     hidet_nccl__bf_tidy(s);
-    hidet_nccl__bf_presence_drop(s);
+    hidet_nccl_status_t dropped = hidet_nccl__bf_presence_drop(s, st == HIDET_NCCL_SUCCESS ? msg : NULL, msg_bytes);
+    if (st == HIDET_NCCL_SUCCESS) st = dropped; /* its removal, the last look */
     explicit_bzero(s->secret, sizeof s->secret);
     free(s->peers);
     free(s->job_of);

@@ -1,4 +1,5 @@
 /* Each rank's presence in the rendezvous directory (file_presence_int.h). */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -80,9 +81,15 @@ static hidet_nccl_status_t put(hn_bf_state_t *s, int joined, char *msg, size_t n
             memset(&s->presence, 0, sizeof s->presence);
             return HIDET_NCCL_SUCCESS;
         }
+        if (verdict == 1) {
+            /* The other process's, unchanged: removed, so that it fails too. Gone before this one
+             * removed it (its finalize did, which it would fail had this one's unlink come first):
+             * its bootstrap ended whole before the two met; this one goes on as the only process. */
+            struct stat now;
+            if (lstat(path, &now) != 0 || !hidet_nccl__bf_same_file(&now, &there)) continue;
+            if (unlink(path) != 0 && errno == ENOENT) continue;
+        }
         if (verdict != 0) {
-            struct stat now; /* the other process's, unchanged: removed, so that it fails too */
-            if (verdict == 1 && lstat(path, &now) == 0 && hidet_nccl__bf_same_file(&now, &there)) unlink(path);
             memset(&s->presence, 0, sizeof s->presence);
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP, "rank %d: %s", s->first_rank, why);
         }
@@ -109,14 +116,9 @@ void hidet_nccl__bf_presence_take(hn_bf_state_t *s) {
         HN_INFO("job rank %d, taken back in: its presence is not put: %s", s->first_rank, msg);
 }
 
-hidet_nccl_status_t hidet_nccl__bf_presence_held(const hn_bf_state_t *s, char *msg, size_t n) {
-    if (s->presence.st_ino == 0) return HIDET_NCCL_SUCCESS;
-    char path[PATH_BYTES], why[768];
-    struct stat now;
-    if (s->presence_fd >= 0 && fstat(s->presence_fd, &now) == 0 && now.st_nlink > 0) return HIDET_NCCL_SUCCESS;
-    hidet_nccl__bf_recovery_path(s, 0, s->first_rank, "", path, sizeof path);
-    if (s->presence_fd < 0 && lstat(path, &now) == 0 && hidet_nccl__bf_same_file(&now, &s->presence))
-        return HIDET_NCCL_SUCCESS;
+/* This rank's presence at path is not the one it put: said, with the process whose it is now. */
+static hidet_nccl_status_t gone(const hn_bf_state_t *s, const char *path, char *msg, size_t n) {
+    char why[768];
     hn_bf_join_t j;
     char who[256] = "was removed by another process";
     int got = hidet_nccl__bf_join_read(s, 0, (uint32_t)s->first_size, s->first_rank, path, &j, why, sizeof why);
@@ -129,15 +131,31 @@ hidet_nccl_status_t hidet_nccl__bf_presence_held(const hn_bf_state_t *s, char *m
                            "and give each job its own key", s->rank, path, who, s->first_rank, s->key, s->dir);
 }
 
-void hidet_nccl__bf_presence_drop(hn_bf_state_t *s) {
+hidet_nccl_status_t hidet_nccl__bf_presence_held(const hn_bf_state_t *s, char *msg, size_t n) {
+    if (s->presence.st_ino == 0) return HIDET_NCCL_SUCCESS;
     char path[PATH_BYTES];
     struct stat now;
+    if (s->presence_fd >= 0 && fstat(s->presence_fd, &now) == 0 && now.st_nlink > 0) return HIDET_NCCL_SUCCESS;
+    hidet_nccl__bf_recovery_path(s, 0, s->first_rank, "", path, sizeof path);
+    if (s->presence_fd < 0 && lstat(path, &now) == 0 && hidet_nccl__bf_same_file(&now, &s->presence))
+        return HIDET_NCCL_SUCCESS;
+    return gone(s, path, msg, n);
+}
+
+hidet_nccl_status_t hidet_nccl__bf_presence_drop(hn_bf_state_t *s, char *msg, size_t n) {
+    char path[PATH_BYTES];
+    struct stat now;
+    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
     if (s->presence_fd >= 0) close(s->presence_fd);
     s->presence_fd = -1;
-    if (s->presence.st_ino == 0) return;
+    if (s->presence.st_ino == 0) return st;
     hidet_nccl__bf_recovery_path(s, 0, s->first_rank, "", path, sizeof path);
-    if (lstat(path, &now) == 0 && hidet_nccl__bf_same_file(&now, &s->presence)) unlink(path);
+    /* The unlink is the last look: a second process that removes it first makes this one fail
+     * (the other fails too); one that finds it gone goes on alone (file_presence_int.h). */
+    if (lstat(path, &now) != 0 || !hidet_nccl__bf_same_file(&now, &s->presence) || (unlink(path) != 0 && errno == ENOENT))
+        st = gone(s, path, msg, n);
     memset(&s->presence, 0, sizeof s->presence);
+    return st;
 }
 
 void hidet_nccl__bf_presence_read(hn_bf_state_t *s) {

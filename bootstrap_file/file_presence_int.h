@@ -7,7 +7,8 @@
  *     a rank that died before any round ended (and what it left can go);
  *   - one process per rank: a process made as a rank whose presence is a live process's of this
  *     host fails at once and removes that presence; the first process fails at its next call or
- *     its finalize, which look whether its presence is still the one it put. */
+ *     its finalize, which look whether its presence is still the one it put (at finalize its
+ *     removal is that look: whichever of the two removes it first decides, never both accepted). */
 #ifndef HIDET_NCCL_BOOTSTRAP_FILE_FILE_PRESENCE_INT_H_
 #define HIDET_NCCL_BOOTSTRAP_FILE_FILE_PRESENCE_INT_H_
 
@@ -34,8 +35,12 @@ void hidet_nccl__bf_presence_take(hn_bf_state_t *s);
  * open (no path lookup). */
 hidet_nccl_status_t hidet_nccl__bf_presence_held(const hn_bf_state_t *s, char *msg, size_t n);
 
-/* At finalize: removes this rank's presence if it is still the one it put. */
-void hidet_nccl__bf_presence_drop(hn_bf_state_t *s);
+/* At finalize: removes this rank's presence if it is still the one it put: SUCCESS; else (gone,
+ * or replaced, before its unlink) BOOTSTRAP, as _held says. That unlink is the last look: a second
+ * process made as this rank while this one ends and a finalize race for one unlink; the second
+ * process's winning fails both, this one's means its bootstrap ended whole before the two met,
+ * and the second goes on alone (puts its presence; it meets no root of this round). */
+hidet_nccl_status_t hidet_nccl__bf_presence_drop(hn_bf_state_t *s, char *msg, size_t n);
 
 /* In a recovery round: every rank whose process this bootstrap has not seen in a round, from its
  * presence (this job's: the job secret's MAC), so that a rank dead before any round ended is
