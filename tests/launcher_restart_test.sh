@@ -348,8 +348,8 @@ done
 # A rank restarted after that round, while the others hold their bootstrap, is a joiner
 # (docs/recovery.md, "Healing"): its bootstrap says so, and a broadcast before its heal round is
 # refused at once; nobody here heals, so its restart spent, the job fails. Known limit of the
-# shared-file rendezvous (docs/bootstrap_file.md, "Healing"): restarted within the moment rank 0
-# still tidies the first round (about 1 in 6 here), it is taken for a rank of that round and fails
+# shared-file rendezvous (docs/bootstrap_file.md, "Healing"): restarted the moment its first round
+# returned (about 1 in 6 here, cause not yet found), it is taken for a rank of that round and fails
 # at its deadline instead; either way it is never taken in silently.
 d=$tmp/boot_late
 mkdir -p "$d"
