@@ -96,8 +96,9 @@ static hidet_nccl_status_t make_new(heal_t *h, const unsigned char *kept, int ol
     return hidet_nccl__comm_init_knobs(h->b.bs, h->b.device, left > 1 ? left : 1, &knobs, new_id);
 }
 
-/* The round and the new communicator, on a taken record. */
-static hidet_nccl_status_t heal_taken(heal_t *h, int *new_id, int *n_joined) {
+/* The round and the new communicator, on a taken record; *how: the path for the flight recorder
+ * (a literal: the recorder keeps the pointer). */
+static hidet_nccl_status_t heal_taken(heal_t *h, int *new_id, int *n_joined, const char **how) {
     hidet_nccl_bootstrap_h bs = h->b.bs;
     int old_rank, old_size;
     HN_CHECK(hidet_nccl__bootstrap_rank(bs, &old_rank, &old_size));
@@ -129,6 +130,7 @@ static hidet_nccl_status_t heal_taken(heal_t *h, int *new_id, int *n_joined) {
                             "ranks after the old ones, and this library's NCCL has none)"
                           : "");
         *n_joined = fresh;
+        *how = strcmp(path, "shrink") == 0 ? "heal-shrink" : "heal-rebuild";
     } else if (strcmp(path, "round") != 0) {
         hidet_nccl__append_error("heal of communicator id %d failed at its %s", h->comm_id, path);
     }
@@ -166,7 +168,8 @@ hidet_nccl_status_t hidet_nccl_comm_heal(int comm_id, double timeout_s, int *new
     }
     h.t0 = hidet_nccl__now();
     int fresh = 0;
-    st = heal_taken(&h, new_id, &fresh);
+    const char *how = "heal-rebuild";
+    st = heal_taken(&h, new_id, &fresh, &how);
     if (st == HIDET_NCCL_ERROR_UNSUPPORTED && !h.b.bs->left_out) { /* refused before any round: as it was */
         *new_id = -1;
         hidet_nccl__comm_boot_done(comm_id, &h.b, -2);
@@ -183,7 +186,7 @@ hidet_nccl_status_t hidet_nccl_comm_heal(int comm_id, double timeout_s, int *new
         hidet_nccl__comm_boot_done(comm_id, &h.b, -2);
         return HIDET_NCCL_SUCCESS;
     }
-    hidet_nccl__registry_set_origin(*new_id, comm_id, "heal");
+    hidet_nccl__registry_set_origin(*new_id, comm_id, how); /* the flight recorder says the path too */
     hidet_nccl__comm_boot_done(comm_id, &h.b, *new_id);
     snprintf(why, sizeof why, "healed into communicator id %d by hidet_nccl_comm_heal", *new_id);
     if (!h.dead) hidet_nccl__registry_fail(comm_id, why);

@@ -500,7 +500,7 @@ hidet_nccl_status_t hidet_nccl_comm_recover(int comm_id, double timeout_s, int *
  *    every member can, else rebuild), or the same id when nobody was lost either and it is
  *    healthy; when someone was, rebuilt from a fresh id over the bootstrap, every member on its
  *    old GPU with the old knobs. Which path ran is said at INFO and in the flight recorder
- *    ("how": "heal").
+ *    ("how": "heal-rebuild" or "heal-shrink").
  * The ranks of *new_id are numbered in job order, so when every rank of the job is back each has
  * its job rank: the application's decomposition is unchanged. What the newcomers need to catch up
  * (their state) is the application's: hidet_nccl_comm_joined says which ranks are new.

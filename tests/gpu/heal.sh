@@ -58,7 +58,7 @@ for j in $(seq 1 "$random_jobs"); do
     kills=$((kills + 2))
 done
 for j in 1 2 3 4 5; do run_job "start$j" 3 start 1 0; done
-healed=$(grep -h '"how":"heal"' "$HIDET_NCCL_TRACE_DIR"/* 2>/dev/null | wc -l)
+healed=$(grep -h '"how":"heal-' "$HIDET_NCCL_TRACE_DIR"/* 2>/dev/null | wc -l)
 echo "flight recorder dumps naming the communicator a heal came from: $healed"
 cat "$work"/*.log | grep -h "timing:\|launcher exit" | sed 's/^\[[0-9]*\] //' | awk -v b="$bootstrap" '
     function stat(name, a, n,   i, s, mx) { s = 0; mx = 0; for (i = 0; i < n; i++) { s += a[i]; if (a[i] > mx) mx = a[i] }

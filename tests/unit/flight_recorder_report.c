@@ -186,6 +186,14 @@ void test_recovered_link(void) {
     CU_ASSERT_STRING_EQUAL(jstr(c, "how"), "recover");
     json_decref(doc);
 #undef COMM_FROM
+    /* A healed one says by which path (hidet_nccl_comm_heal). */
+#define COMM_HEALED(r) "{\"type\":\"comm\",\"comm\":0,\"key\":\"1234abcd\",\"rank\":" #r ",\"nranks\":2," \
+                       "\"state\":\"live\",\"why\":\"\",\"from\":\"9999abcd\",\"how\":\"heal-rebuild\",\"next_seq\":0}\n"
+    const char *healed[] = {HEADER(0) COMM_HEALED(0), HEADER(1) COMM_HEALED(1)};
+    doc = judged_json(healed, 2, "consistent");
+    CU_ASSERT_STRING_EQUAL(jstr(jat(doc, "comms", 0), "how"), "heal-rebuild");
+    json_decref(doc);
+#undef COMM_HEALED
 }
 
 void test_hostile_dumps(void) {
@@ -211,7 +219,8 @@ void test_hostile_dumps(void) {
         {HEADER(0) "{\"type\":\"comm\",\"comm\":0,\"key\":\"1234abcd\",\"rank\":0,\"nranks\":1,\"state\":\"live\","
                    "\"why\":\"\",\"from\":\"zz\",\"how\":\"recover\",\"next_seq\":0}\n", "from \"zz\" is not 8 hex"},
         {HEADER(0) "{\"type\":\"comm\",\"comm\":0,\"key\":\"1234abcd\",\"rank\":0,\"nranks\":1,\"state\":\"live\","
-                   "\"why\":\"\",\"from\":\"00000001\",\"how\":\"split\",\"next_seq\":0}\n", "is not \"recover\""},
+                   "\"why\":\"\",\"from\":\"00000001\",\"how\":\"split\",\"next_seq\":0}\n",
+         "is not \"recover\", \"heal-rebuild\" nor \"heal-shrink\""},
         {HEADER(0) "{\"type\":\"comm\",\"comm\":0,\"key\":\"1234abcd\",\"rank\":0,\"nranks\":1,\"state\":\"live\","
                    "\"why\":\"\",\"from\":\"00000001\",\"next_seq\":0}\n", "\"how\" is missing"},
         {HEADER(0) "{\"type\":\"what\"}\n", "unknown type"},

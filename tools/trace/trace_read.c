@@ -179,11 +179,12 @@ static int read_comm(ctx_t *c, json_t *o, tr_dump_t *d) {
         get_int(c, o, "next_seq", 0, 1LL << 62, &next))
         return -1;
     if (!valid_key(m.key)) return fail(c, "key \"%s\" is not 8 hex digits", m.key);
-    json_t *from = json_object_get(o, "from"); /* optional: where a recovered communicator came from */
+    json_t *from = json_object_get(o, "from"); /* optional: where a recovered or healed communicator came from */
     if (from != NULL) {
         if (get_str(c, o, "from", m.from, sizeof m.from) || get_str(c, o, "how", m.how, sizeof m.how)) return -1;
         if (!valid_key(m.from)) return fail(c, "from \"%s\" is not 8 hex digits", m.from);
-        if (strcmp(m.how, "recover") != 0) return fail(c, "how \"%s\" is not \"recover\"", m.how);
+        if (strcmp(m.how, "recover") != 0 && strcmp(m.how, "heal-rebuild") != 0 && strcmp(m.how, "heal-shrink") != 0)
+            return fail(c, "how \"%s\" is not \"recover\", \"heal-rebuild\" nor \"heal-shrink\"", m.how);
     }
     if (nranks >= 0 && rank >= nranks) return fail(c, "rank %lld of %lld ranks", rank, nranks);
     if (find_comm(d, (int)id)) return fail(c, "communicator %lld appears twice", id);
