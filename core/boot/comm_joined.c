@@ -43,7 +43,12 @@ void hidet_nccl__comm_joined_set(int comm_id, hidet_nccl_bootstrap_h bs, const u
     int rank, size;
     if (comm_id < 0 || hidet_nccl__bootstrap_rank(bs, &rank, &size) != HIDET_NCCL_SUCCESS) return;
     unsigned char *places = calloc((size_t)size, 1);
-    if (places == NULL) return; /* comm_joined then says none: it cannot be out of memory quietly */
+    if (places == NULL) {
+        HN_WARN("out of memory to keep which of communicator id %d's %d ranks are new: hidet_nccl_comm_joined will "
+                "say none",
+                comm_id, size);
+        return;
+    }
     for (int p = 0; p < size; p++) places[p] = joined[bs->job_of[p]];
     hidet_nccl__at_comm_drop(drop_one, drop_all);
     pthread_mutex_lock(&g_lock);
@@ -63,6 +68,10 @@ void hidet_nccl__comm_joined_set(int comm_id, hidet_nccl_bootstrap_h bs, const u
         places = NULL;
     }
     pthread_mutex_unlock(&g_lock);
+    if (places != NULL)
+        HN_WARN("out of memory to keep which ranks of communicator id %d are new: hidet_nccl_comm_joined will say "
+                "none",
+                comm_id);
     free(places);
 }
 

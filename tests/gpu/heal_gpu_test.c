@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "hidet_nccl/bootstrap.h"
+#include "tests/gpu/kill_mark.h"
 #include "tests/gpu/now.h"
 
 #define COUNT (1u << 18)
@@ -43,34 +44,11 @@ static int g_job = -1; /* this process's job rank */
         }                                                                                                       \
     } while (0)
 
-static double wall(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Where a victim writes the wall-clock moment of its death, for kill->error and kill->whole. */
-static void kill_mark_path(int stage, char *path, size_t n) {
-    const char *dir = getenv("HEAL_TEST_DIR");
-    snprintf(path, n, "%s/kill.%d", dir ? dir : "/tmp", stage);
-}
-
-static void die_now(int stage) {
-    char path[512];
-    kill_mark_path(stage, path, sizeof path);
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fprintf(f, "%.6f\n", wall());
-        fclose(f);
-    }
-    printf("rank %d: stage %d: SIGKILL to myself\n", g_job, stage);
-    fflush(stdout);
-    raise(SIGKILL);
-}
+#define KILL_DIR "HEAL_TEST_DIR" /* where a victim writes the moment of its death (tests/gpu/kill_mark.h) */
 
 static double kill_moment(int stage) {
     char path[512];
-    kill_mark_path(stage, path, sizeof path);
+    hn_kill_mark_path(KILL_DIR, stage, path, sizeof path);
     FILE *f = fopen(path, "r");
     double t = NAN;
     if (f) {
@@ -159,11 +137,11 @@ static void plan_stage(const char *plan, unsigned seed, int stage, int size, int
  * the call (point 0) or with it in flight (point 1). The iteration that failed, or -1. */
 static int loop_until_failure(job_t *j, int stage, int victim, int at, int point, double timeout, double *t_error) {
     for (int it = 0; it < 100000; it++) {
-        if (g_job == victim && it == at && point == 0) die_now(stage);
+        if (g_job == victim && it == at && point == 0) hn_die_now(KILL_DIR, g_job, stage);
         hidet_nccl_status_t st;
         if (g_job == victim && it == at && point == 1) { /* in flight: enqueued, then gone */
             hidet_nccl_all_reduce(j->id, j->in, j->out, COUNT, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, j->s);
-            die_now(stage);
+            hn_die_now(KILL_DIR, g_job, stage);
         }
         int r = one_all_reduce(j, it, timeout, &st);
         if (r == 0) {
@@ -171,7 +149,7 @@ static int loop_until_failure(job_t *j, int stage, int victim, int at, int point
             printf("rank %d: stage %d: iteration %d: WRONG result\n", g_job, stage, it);
         }
         if (r >= 0) continue;
-        *t_error = wall();
+        *t_error = hn_wall();
         printf("rank %d: stage %d: iteration %d: %s: %.200s\n", g_job, stage, it, hidet_nccl_status_string(st),
                hidet_nccl_last_error());
         return it;
@@ -188,7 +166,7 @@ static void setup(job_t *j) {
 }
 
 int main(int argc, char **argv) {
-    double t_start = wall(), m_start = hn_now();
+    double t_start = hn_wall(), m_start = hn_now();
     if (argc < 3) {
         fprintf(stderr, "usage: heal_gpu_test 1/0|random:K|start T [SEED]\n");
         return 2;
@@ -256,7 +234,7 @@ int main(int argc, char **argv) {
         double killed = kill_moment(stage);
         printf("timing: rank %d stage %d: kill->error %.3f s, error->whole %.3f s (heal; id %d -> %d, %d taken in), "
                "kill->whole %.3f s\n",
-               g_job, stage, t_error - killed, took, old, j.id, n_joined, wall() - killed);
+               g_job, stage, t_error - killed, took, old, j.id, n_joined, hn_wall() - killed);
         float x = 0;
         EXPECT(hidet_nccl_all_reduce(old, &x, &x, 1, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, j.s) ==
                    HIDET_NCCL_ERROR_INVALID_COMM,

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "hidet_nccl/bootstrap.h"
+#include "tests/gpu/kill_mark.h"
 #include "tests/gpu/now.h"
 
 #define COUNT (1u << 18)
@@ -44,34 +45,11 @@ static int g_orig = -1; /* this process's original rank */
         }                                                                                                        \
     } while (0)
 
-static double wall(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Where a victim writes the wall-clock moment of its death, for the survivors' kill->error. */
-static void kill_mark_path(int stage, char *path, size_t n) {
-    const char *dir = getenv("RECOVER_TEST_DIR");
-    snprintf(path, n, "%s/kill.%d", dir ? dir : "/tmp", stage);
-}
-
-static void die_now(int stage) {
-    char path[512];
-    kill_mark_path(stage, path, sizeof path);
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fprintf(f, "%.6f\n", wall());
-        fclose(f);
-    }
-    printf("rank %d: stage %d: SIGKILL to myself\n", g_orig, stage);
-    fflush(stdout);
-    raise(SIGKILL);
-}
+#define KILL_DIR "RECOVER_TEST_DIR" /* where a victim writes the moment of its death (tests/gpu/kill_mark.h) */
 
 static double kill_moment(int stage) {
     char path[512];
-    kill_mark_path(stage, path, sizeof path);
+    hn_kill_mark_path(KILL_DIR, stage, path, sizeof path);
     for (int i = 0; i < 200; i++) {
         FILE *f = fopen(path, "r");
         double t = 0;
@@ -207,7 +185,7 @@ static int loop_until_failure(job_t *j, int stage, int victim, int at, int point
     for (int it = 0; it < 100000; it++) {
         if (g_orig == victim && it == at && point == 0) {
             if (hang) return -2;
-            die_now(stage);
+            hn_die_now(KILL_DIR, g_orig, stage);
         }
         hidet_nccl_status_t st;
         if (g_orig == victim && it == at && point == 1) { /* in flight: enqueued, then gone */
@@ -215,7 +193,7 @@ static int loop_until_failure(job_t *j, int stage, int victim, int at, int point
             cudaMemcpyAsync(j->in, j->host, COUNT * sizeof(float), cudaMemcpyHostToDevice, j->s);
             hidet_nccl_all_reduce(j->id, j->in, j->out, COUNT, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, j->s);
             if (hang) return -2;
-            die_now(stage);
+            hn_die_now(KILL_DIR, g_orig, stage);
         }
         int r = one_all_reduce(j, it, timeout, &st);
         if (r == 0) {
@@ -223,7 +201,7 @@ static int loop_until_failure(job_t *j, int stage, int victim, int at, int point
             printf("rank %d: stage %d: iteration %d: WRONG result\n", g_orig, stage, it);
         }
         if (r >= 0) continue;
-        *t_error = wall();
+        *t_error = hn_wall();
         printf("rank %d: stage %d: iteration %d: %s: %.200s\n", g_orig, stage, it, hidet_nccl_status_string(st),
                hidet_nccl_last_error());
         return it;
