@@ -178,6 +178,9 @@ gone_within() { # seconds, directory of pid files, rendezvous parent
 leads_group() { # pid: setsid ran it in place (it forks when its caller leads a group), so it is $!
     [ "$(ps -o pgid= -p "$1" | tr -d ' ')" = "$1" ]
 }
+# $! is the shell's child before it has run setsid(2): on a busy machine ps may still see the
+# shell's group (CI saw it once), so wait for the new group a while.
+leads_group_soon() { wait_for 10 "pid $1 to lead its own process group" leads_group "$1"; }
 started() { # directory, count: that many pid files
     [ "$(ls "$1" | wc -l)" -ge "$2" ]
 }
@@ -193,7 +196,7 @@ kill_case() { # name, how to kill ("pid" or "group"), then the launcher's extra 
         echo $! >"$PIDS/child.$HIDET_NCCL_RANK"
         wait' >"$tmp/out14_$name.log" 2>&1 &
     local launcher=$!
-    check "$name: the launcher leads its own group" leads_group "$launcher"
+    check "$name: the launcher leads its own group" leads_group_soon "$launcher"
     check "$name: 2 ranks and 2 children started" wait_for 60 "4 pid files in $pids" started "$pids" 4
     check "$name: the rendezvous directory is made" [ -n "$(ls -A "$parent")" ]
     if [ "$how" = group ]; then kill -KILL -- "-$launcher"; else kill -KILL "$launcher"; fi
@@ -210,7 +213,7 @@ pkill -KILL -f "sleep 1008.$tag" 2>/dev/null
 mkdir -m 0700 "$tmp/rdv_int"
 setsid "$run" -n 2 --grace 1 --rendezvous-dir "$tmp/rdv_int" sleep 1009.$tag >"$tmp/out14_int.log" 2>&1 &
 launcher=$!
-check "SIGINT to the launcher's group: the launcher leads its own group" leads_group "$launcher"
+check "SIGINT to the launcher's group: the launcher leads its own group" leads_group_soon "$launcher"
 check "SIGINT to the launcher's group: 2 ranks running" wait_for 60 "2 ranks (sleep 1009.$tag)" \
     eval '[ "$(pgrep -fc "^sleep 1009.$tag")" -eq 2 ]'
 kill -INT -- "-$launcher"
