@@ -376,6 +376,7 @@ static hidet_nccl_status_t await_heal(heal_t *h, unsigned char *members, unsigne
     hn_bf_joins_t *x = &h->x;
     hn_bf_state_t *s = x->s;
     char why[1024], awaited[600] = "the decision";
+    int last_look = 0;
     for (;;) {
         uint8_t *data = NULL;
         hidet_nccl__bf_msg_t m;
@@ -403,7 +404,10 @@ static hidet_nccl_status_t await_heal(heal_t *h, unsigned char *members, unsigne
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                                    "job rank %d, heal round %llu: %s; no decision can be put while it is there: remove "
                                    "it and start the job again", h->job_me, (unsigned long long)x->epoch, why);
-        if (hidet_nccl__poll_expired(&x->poll)) break;
+        if (hidet_nccl__poll_expired(&x->poll)) { /* one more look first, as in a recovery round */
+            if (last_look++) break;
+            continue;
+        }
         double waited = hidet_nccl__poll_waited(&x->poll);
         int below = hidet_nccl__bf_joins_scan(x, waited);
         if (below >= 0 || !hidet_nccl__bf_joins_ready(x, waited)) {
@@ -609,7 +613,7 @@ static hidet_nccl_status_t joiner_round(hn_bf_state_t *s, uint64_t *epoch, doubl
     hidet_nccl__poll_begin(&poll, timeout_s, 0, 100000, scaled > s->poll_cap_ns ? scaled : s->poll_cap_ns, 1);
     uint64_t gen = hidet_nccl__bf_seq_generation(hidet_nccl__bf_seq(s, 0));
     judged_t *judged = NULL;
-    int n_judged = 0;
+    int n_judged = 0, last_look = 0;
     for (;;) {
         struct stat now;
         if (lstat(request, &now) != 0 || !hidet_nccl__bf_same_file(&now, &mine)) {
@@ -684,6 +688,7 @@ static hidet_nccl_status_t joiner_round(hn_bf_state_t *s, uint64_t *epoch, doubl
         }
         if (d != NULL) closedir(d);
         if (st != HIDET_NCCL_SUCCESS) break;
+        if (hidet_nccl__poll_expired(&poll) && !last_look++) continue; /* one more look: stopped past it? */
         if (hidet_nccl__poll_expired(&poll)) {
             st = hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_TIMEOUT,
                                  "job rank %d of %d (job key '%s' in %s), a restarted rank asking to be taken back in "

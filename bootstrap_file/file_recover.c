@@ -179,6 +179,7 @@ static int drop_stale(hn_bf_joins_t *x) {
 static hidet_nccl_status_t await_decision(hn_bf_joins_t *x, unsigned char *kept, char *msg, size_t n) {
     hn_bf_state_t *s = x->s;
     char why[1024], awaited[512] = "the decision";
+    int last_look = 0;
     for (;;) {
         uint8_t *data = NULL;
         hidet_nccl__bf_msg_t m;
@@ -202,7 +203,12 @@ static hidet_nccl_status_t await_decision(hn_bf_joins_t *x, unsigned char *kept,
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_BOOTSTRAP,
                                    "rank %d, recovery round %llu: %s; no decision can be put while it is there: "
                                    "remove it and start the job again", x->me, (unsigned long long)x->epoch, why);
-        if (hidet_nccl__poll_expired(&x->poll)) break;
+        if (hidet_nccl__poll_expired(&x->poll)) {
+            /* a process stopped or not run past its deadline since its last look: the decision
+             * may have come meanwhile (and keep it); one more look before it fails */
+            if (last_look++) break;
+            continue;
+        }
         double waited = hidet_nccl__poll_waited(&x->poll);
         int below = hidet_nccl__bf_joins_scan(x, waited);
         if (below >= 0 || !hidet_nccl__bf_joins_ready(x, waited)) {

@@ -399,6 +399,76 @@ static void drop_roster(const hn_bf_state_t *s) {
     if (me.pid == (uint32_t)getpid() && strcmp(me.host, s->host) == 0) unlink(path);
 }
 
+/* This process's mark in round epoch (world ranks, it rank q of them): a join of its own, put
+ * where its join would be read as one that read the round's decision. */
+static void put_mark(const hn_bf_state_t *s, uint64_t epoch, int world, int q) {
+    uint8_t file[HN_BF_HEADER + HN_BF_JOIN_BODY + HN_BF_MAC + 4], nonce[HN_BF_NONCE];
+    char why[768], path[PATH_BYTES];
+    size_t len = 0;
+    if (hidet_nccl__bf_random(nonce, sizeof nonce, why, sizeof why) == 0)
+        len = hidet_nccl__bf_encode_join(file, sizeof file, s->key, hidet_nccl__bf_recovery_seq(s, epoch),
+                                         (uint32_t)world, (uint32_t)q, nonce, epoch, (uint32_t)getpid(), s->host,
+                                         s->secret_len > 0);
+    hidet_nccl__bf_recovery_path(s, epoch, q, HN_BF_MARK_LEFTOUT, path, sizeof path);
+    if (len > 0 && hidet_nccl__bf_seal(s, file, len, why, sizeof why) == 0)
+        hidet_nccl__bf_publish_new(path, file, len, NULL, why, sizeof why);
+}
+
+/* The place of this process in the decision m (a heal decision: among the members before it) as
+ * a member it did not keep, and the number of those members; -1 if m keeps it or never names it. */
+static int left_out_at(const hn_bf_state_t *s, const hidet_nccl__bf_msg_t *m, int heal, int *world) {
+    int q = 0, at = -1;
+    for (uint32_t j = 0; j < m->world_size; j++) {
+        hidet_nccl__bf_member_t p;
+        hidet_nccl__bf_member(m, j, &p);
+        if (heal && !(p.flags & HN_BF_HEAL_BEFORE)) continue;
+        int kept = heal ? (p.flags & HN_BF_HEAL_KEPT) != 0 : p.kept;
+        if (at < 0 && !kept && p.pid == (uint32_t)getpid() && strcmp(p.host, s->host) == 0) at = q;
+        q++;
+    }
+    *world = q;
+    return at;
+}
+
+/* Rounds after the next one, decided while this process was stopped or slow past a deadline (a
+ * round that kept it, which it failed; the rounds the others went on to without it): each names
+ * this process as one of its members not kept, and its tidying waits for it to say it read it.
+ * It ends now: its mark in each (this job's, by MAC), and each noted for the tidying. */
+static void absent_from_later(hn_bf_state_t *s) {
+    DIR *d = opendir(s->dir);
+    if (d == NULL) return;
+    uint64_t gen = hidet_nccl__bf_seq_generation(hidet_nccl__bf_seq(s, 0));
+    char path[PATH_BYTES + 300], why[768];
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        uint64_t seq;
+        int r, tmp, kind = hidet_nccl__bf_name_kind(s->key, e->d_name, &seq, &r, &tmp);
+        uint64_t at = hidet_nccl__bf_seq_epoch(seq);
+        if (kind != HN_BF_NAME_DECISION || tmp || hidet_nccl__bf_seq_generation(seq) != gen || at <= s->epoch + 1 ||
+            noted(s, at))
+            continue;
+        uint8_t *data;
+        size_t len;
+        hidet_nccl__bf_msg_t m;
+        snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name);
+        int heal = hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_HEAL, &data, &len, &m);
+        if (!heal && !hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_DECISION, &data, &len, &m)) continue;
+        int world = 0, q = -1;
+        if (m.seq == seq && m.epoch == at && hidet_nccl__bf_mac_ok(s, data, &m, "its decider", why, sizeof why) == 0)
+            q = left_out_at(s, &m, heal, &world);
+        if (q >= 0) {
+            hn_bf_peer_t *old = calloc((size_t)m.world_size + 1, sizeof *old); /* as the decision knew them */
+            put_mark(s, at, world, q);
+            if (old != NULL && heal)
+                hidet_nccl__bf_round_note_heal(s, at, world, q, &m, old);
+            else if (old != NULL)
+                hidet_nccl__bf_round_note(s, at, world, q, &m, old);
+            free(old);
+        }
+        free(data);
+    }
+    closedir(d);
+}
+
 /* The next recovery round was decided without this rank (it never joined): it ends now, so it
  * will never come to read it; it says so with its mark (a join of its own, put where its join
  * would be read as one that read it) before it looks at the others, and tidies it as they do.
@@ -423,15 +493,7 @@ static void absent_from_next(hn_bf_state_t *s) {
                 "from this host): stale, removed", s->rank, path, s->key);
         unlink(path);
     } else if (got == 1) {
-        uint8_t file[HN_BF_HEADER + HN_BF_JOIN_BODY + HN_BF_MAC + 4], nonce[HN_BF_NONCE];
-        size_t len = 0;
-        if (hidet_nccl__bf_random(nonce, sizeof nonce, why, sizeof why) == 0)
-            len = hidet_nccl__bf_encode_join(file, sizeof file, s->key, hidet_nccl__bf_recovery_seq(s, epoch),
-                                             (uint32_t)s->nranks, (uint32_t)s->rank, nonce, epoch, (uint32_t)getpid(),
-                                             s->host, s->secret_len > 0);
-        hidet_nccl__bf_recovery_path(s, epoch, s->rank, HN_BF_MARK_LEFTOUT, path, sizeof path);
-        if (len > 0 && hidet_nccl__bf_seal(s, file, len, why, sizeof why) == 0)
-            hidet_nccl__bf_publish_new(path, file, len, NULL, why, sizeof why);
+        put_mark(s, epoch, s->nranks, s->rank);
         if (heal)
             hidet_nccl__bf_round_note_heal(s, epoch, s->nranks, s->rank, &m, s->peers);
         else
@@ -505,6 +567,7 @@ void hidet_nccl__bf_tidy(hn_bf_state_t *s) {
         if (s->roster && s->epoch == 0) drop_roster(s);
         if (s->nranks > 1 && lowest_alive(s)) sweep_dead(s);
         absent_from_next(s);
+        absent_from_later(s);
     }
     tidy_rounds(s, UINT64_MAX, 1);
     for (int i = 0; i < s->n_rounds; i++) {

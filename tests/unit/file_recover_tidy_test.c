@@ -215,6 +215,38 @@ static void test_foreign_leftout_mark(void) {
     rmdir(base);
 }
 
+/* Rounds after the next one that name a rank not kept, which it never came to (it was stopped past
+ * its deadline in the round before, which kept it, while the others went on without it): the
+ * others end first and their tidying waits for it; it ends last and must answer each such round
+ * (its mark), or the decision stays for ever. Here the others' round 2 is made by hand (this
+ * job's secret, the ranks' own processes: 0 and 1 kept, 2 not); rank 2 never recovered. */
+static void test_later_round_left_out(void) {
+    char dir[PATH_MAX], path[PATH_MAX + 64], host[256];
+    hn_fr_new_dir(dir, sizeof dir);
+    this_host(host, sizeof host);
+    hn_fr_rank_t r[3];
+    for (int k = 0; k < 3; k++) r[k] = hn_fr_start(dir, "later", "later", SECRET, k, 3, "a w");
+    int made = 0;
+    double took;
+    for (double t0 = hn_fr_now(); made < 3 && hn_fr_now() - t0 < 30; usleep(10000))
+        for (int k = made = 0; k < 3; k++) made += hn_fr_allgathered("later", k, 0, &took, NULL, 0) == 0;
+    CU_ASSERT_FATAL(made == 3);
+    const uint32_t pids[3] = {(uint32_t)r[0].pid, (uint32_t)r[1].pid, (uint32_t)r[2].pid};
+    uint8_t file[4096];
+    size_t len = hn_fr_make_decision_of(file, sizeof file, "later", 2, 2, 3, 0, "110", SECRET, pids, host);
+    CU_ASSERT_FATAL(len > 0);
+    hn_fr_recovery_path(dir, "later", 2, -1, path, sizeof path);
+    hn_fr_put_file(path, file, len);
+    for (int k = 0; k < 2; k++) {
+        hn_fr_go(&r[k]);
+        hn_fr_finish(&r[k]);
+    }
+    CU_ASSERT_EQUAL(access(path, F_OK), 0); /* the others' ends leave it: rank 2 may still read it */
+    hn_fr_go(&r[2]);
+    hn_fr_finish(&r[2]);
+    CU_ASSERT_EQUAL(hn_fr_count_files(dir, ""), 0);
+}
+
 int main(void) {
     if (hn_fr_begin("file_recover_tidy") != 0) return 1;
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -226,6 +258,7 @@ int main(void) {
         {"an ended job's joins: stale, removed", test_stale_joins},
         {"a killed writer's temporary file goes with the next job", test_orphaned_temporary},
         {"a second user's .leftout mark is not trusted", test_foreign_leftout_mark},
+        {"a later round that left out a rank that ends last: nothing stays", test_later_round_left_out},
         {NULL, NULL},
     };
     return hn_run_tests("file_recover_tidy", tests);
