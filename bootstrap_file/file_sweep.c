@@ -555,6 +555,55 @@ static void sweep_dead(const hn_bf_state_t *s) {
     closedir(d);
 }
 
+/* 1 if the roster is there (this job's) and every process it keeps but this one is a process of
+ * this host that is gone: this process is the job's last (*path: the roster's). */
+static int roster_others_gone(const hn_bf_state_t *s, char *path, size_t cap) {
+    char why[768];
+    uint8_t *data;
+    hidet_nccl__bf_msg_t m;
+    int got = hidet_nccl__bf_decision_read(s, 0, (uint32_t)s->first_size, &data, &m, why, sizeof why);
+    if (got == 3) free(data);
+    if (got != 1) return 0;
+    int others = 0;
+    for (uint32_t r = 0; r < m.world_size; r++) {
+        hidet_nccl__bf_member_t p;
+        hidet_nccl__bf_member(&m, r, &p);
+        int me = p.pid == (uint32_t)getpid() && strcmp(p.host, s->host) == 0;
+        others += p.kept && !me && !hidet_nccl__bf_process_gone(p.pid, p.host);
+    }
+    free(data);
+    hidet_nccl__bf_recovery_path(s, 0, -1, "", path, cap);
+    return others == 0;
+}
+
+/* This process's marks as a reader (hello.<r>.gaveup, .failed), by the lowest rank alive (or the
+ * job's last process) at its end: they tell a round's root that it ended without the bytes, and the root removes them as it
+ * ends the round; a root that died never does. A root still in such a round sees this process
+ * gone instead, the same news. */
+static void drop_own_marks(const hn_bf_state_t *s) {
+    DIR *d = opendir(s->dir);
+    if (d == NULL) return;
+    uint64_t gen = hidet_nccl__bf_seq_generation(hidet_nccl__bf_seq(s, 0));
+    char path[PATH_BYTES + 300];
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        uint64_t seq;
+        int r, tmp, kind = hidet_nccl__bf_name_kind(s->key, e->d_name, &seq, &r, &tmp);
+        size_t len = strlen(e->d_name);
+        if (kind != HN_BF_NAME_ROUND || tmp || r < 0 || hidet_nccl__bf_seq_generation(seq) != gen || len < 7 ||
+            (strcmp(e->d_name + len - 7, ".gaveup") != 0 && strcmp(e->d_name + len - 7, ".failed") != 0))
+            continue;
+        uint8_t *data;
+        size_t bytes;
+        hidet_nccl__bf_msg_t m;
+        snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name);
+        if (!hidet_nccl__bf_record_read_any(s, path, HN_BF_KIND_HELLO, &data, &bytes, &m)) continue;
+        int mine = m.pid == (uint32_t)getpid() && strcmp(m.host, s->host) == 0;
+        free(data);
+        if (mine) remove_ours(d, e->d_name);
+    }
+    closedir(d);
+}
+
 /* 1 if every rank below this one is known to be a process of this host that is gone. */
 static int lowest_alive(const hn_bf_state_t *s) {
     for (int q = 0; q < s->rank; q++)
@@ -565,7 +614,14 @@ static int lowest_alive(const hn_bf_state_t *s) {
 void hidet_nccl__bf_tidy(hn_bf_state_t *s) {
     if (!s->joining) { /* a joiner never taken in knows nothing of the job's but the rounds that refused it */
         if (s->roster && s->epoch == 0) drop_roster(s);
-        if (s->nranks > 1 && lowest_alive(s)) sweep_dead(s);
+        char roster[PATH_BYTES];
+        int last = s->first_size > 1 && roster_others_gone(s, roster, sizeof roster);
+        if (last || (s->nranks > 1 && lowest_alive(s))) { /* what the dead left; this one's marks */
+            sweep_dead(s);
+            drop_own_marks(s);
+        }
+        /* the roster of a rank 0 that died (nobody else removes it): with the job's last process */
+        if (last) unlink(roster);
         absent_from_next(s);
         absent_from_later(s);
     }

@@ -247,6 +247,30 @@ static void test_later_round_left_out(void) {
     CU_ASSERT_EQUAL(hn_fr_count_files(dir, ""), 0);
 }
 
+/* Rank 0 (the roster's writer) killed after the job's first allgather; ranks 1 and 2 end without
+ * another call, rank 2 last: its end removes what the dead left, the roster among it (rank 0 no
+ * longer can), once no process the roster keeps is alive but its own. */
+static void test_roster_of_dead_rank0(void) {
+    char dir[PATH_MAX], roster[PATH_MAX + 64];
+    hn_fr_new_dir(dir, sizeof dir);
+    hn_fr_rank_t r[3];
+    for (int k = 0; k < 3; k++) r[k] = hn_fr_start(dir, "roster", "roster", NULL, k, 3, "a w");
+    hn_fr_recovery_path(dir, "roster", 0, -1, roster, sizeof roster);
+    int made = 0;
+    double took;
+    for (double t0 = hn_fr_now(); made < 3 && hn_fr_now() - t0 < 30; usleep(10000))
+        for (int k = made = 0; k < 3; k++) made += hn_fr_allgathered("roster", k, 0, &took, NULL, 0) == 0;
+    CU_ASSERT_FATAL(made == 3);
+    CU_ASSERT_EQUAL(access(roster, F_OK), 0);
+    hn_fr_kill(&r[0]);
+    hn_fr_go(&r[1]);
+    hn_fr_finish(&r[1]);
+    CU_ASSERT_EQUAL(access(roster, F_OK), 0); /* rank 2 lives: a restarted rank 0 would join it */
+    hn_fr_go(&r[2]);
+    hn_fr_finish(&r[2]);
+    CU_ASSERT_EQUAL(hn_fr_count_files(dir, ""), 0);
+}
+
 int main(void) {
     if (hn_fr_begin("file_recover_tidy") != 0) return 1;
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -259,6 +283,7 @@ int main(void) {
         {"a killed writer's temporary file goes with the next job", test_orphaned_temporary},
         {"a second user's .leftout mark is not trusted", test_foreign_leftout_mark},
         {"a later round that left out a rank that ends last: nothing stays", test_later_round_left_out},
+        {"rank 0 killed, the others end: its roster goes with the last", test_roster_of_dead_rank0},
         {NULL, NULL},
     };
     return hn_run_tests("file_recover_tidy", tests);
