@@ -577,9 +577,9 @@ static int roster_others_gone(const hn_bf_state_t *s, char *path, size_t cap) {
 }
 
 /* This process's marks as a reader (hello.<r>.gaveup, .failed), by the lowest rank alive (or the
- * job's last process) at its end: they tell a round's root that it ended without the bytes, and the root removes them as it
- * ends the round; a root that died never does. A root still in such a round sees this process
- * gone instead, the same news. */
+ * job's last process) at its end: they tell a round's root that it ended without the bytes, and
+ * the root removes them as it ends the round; a root that died never does. A root still in such
+ * a round sees this process gone instead, the same news. */
 static void drop_own_marks(const hn_bf_state_t *s) {
     DIR *d = opendir(s->dir);
     if (d == NULL) return;
