@@ -347,10 +347,11 @@ for kind in file socket; do
 done
 # A rank restarted after that round, while the others hold their bootstrap, is a joiner
 # (docs/recovery.md, "Healing"): its bootstrap says so, and a broadcast before its heal round is
-# refused at once; nobody here heals, so its restart spent, the job fails. Known limit of the
-# shared-file rendezvous (docs/bootstrap_file.md, "Healing"): restarted the moment its first round
-# returned (about 1 in 6 here, cause not yet found), it is taken for a rank of that round and fails
-# at its deadline instead; either way it is never taken in silently.
+# refused at once; nobody here heals, so its restart spent, the job fails. Restarted the moment
+# its first round returned, too (the restart delay is 0): the rendezvous directory holds the first
+# round's announce or rank 0's roster at every moment, and the restarted rank looks at the
+# announce first (it looked at the roster first, and about 1 restart in 6 missed both and waited
+# for a first round that never came, until its deadline).
 d=$tmp/boot_late
 mkdir -p "$d"
 "$run" -n 3 --grace 2 --timeout 20 --max-restarts 1 --restart-delay 0 --tag-output "$child" hold 1 >"$d/out" \
@@ -360,9 +361,8 @@ rc=$?
 # first life is what went through it)
 check "late: rank 1's first round went well" grep -q '^\[1\] rank 1 of 3 id ' "$d/out"
 check "late: exit 1 (got $rc)" [ "$rc" -eq 1 ]
-check "late: the restarted rank is told it joins a job that goes on, or fails at its deadline" grep -qE \
-    "^\[1\] hidet_nccl: .*(joins a job that goes on without it \(this is a restarted rank 1 of 3\)|rank 1 waited 20\.0 s)" \
-    "$d/err"
+check "late: the restarted rank is told it joins a job that goes on" grep -qE \
+    "^\[1\] hidet_nccl: .*joins a job that goes on without it \(this is a restarted rank 1 of 3\)" "$d/err"
 check "late: then no restarts left" has_line "$d/err" \
     "hidet-nccl-run: rank 1 failed 2 times; no restarts left (--max-restarts 1; the last: exit 1)"
 
