@@ -555,8 +555,9 @@ static void sweep_dead(const hn_bf_state_t *s) {
     closedir(d);
 }
 
-/* 1 if the roster is there (this job's) and every process it keeps but this one is a process of
- * this host that is gone: this process is the job's last (*path: the roster's). */
+/* 1 if the roster is there (this job's), every process it keeps but this one is a process of this
+ * host that is gone, and so is every member this bootstrap knows the process of: this process is
+ * the job's last (*path: the roster's). */
 static int roster_others_gone(const hn_bf_state_t *s, char *path, size_t cap) {
     char why[768];
     uint8_t *data;
@@ -572,6 +573,9 @@ static int roster_others_gone(const hn_bf_state_t *s, char *path, size_t cap) {
         others += p.kept && !me && !hidet_nccl__bf_process_gone(p.pid, p.host);
     }
     free(data);
+    for (int q = 0; q < s->nranks; q++) /* and no member known alive (a restarted rank taken in by a heal round) */
+        others += q != s->rank && s->peers[q].pid != 0 &&
+                  !hidet_nccl__bf_process_gone(s->peers[q].pid, s->peers[q].host);
     hidet_nccl__bf_recovery_path(s, 0, -1, "", path, cap);
     return others == 0;
 }
