@@ -4,7 +4,8 @@
  * before the first round ended); a decision or joins left by an ended job with the same key are
  * found stale and removed, never taken for this job's (with or without a job secret, this
  * round's or a later one's); a second user's mark at a rank's .leftout name is not trusted; a
- * temporary file of a writer killed mid-write goes with a later job's start. */
+ * temporary file of a writer killed mid-write goes with a later job's start; a rank that ends last
+ * answers the later rounds that left it out, and removes the roster of a rank 0 that died. */
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
