@@ -108,7 +108,7 @@ while [ "$heals" -lt "$HEALS" ]; do
     timeout -k 2 "$JOB_TIMEOUT" "$RUN" -n "$n" --rendezvous-dir "$dir/rdv" --job-key "heal$job" \
         --max-restarts $((kills_left + 5)) --restart-delay 0 \
         --tag-output "$DRIVER" "$rounds" --kill-every "$KILL_EVERY" --seed "$seed" --moment "$moment" \
-        --timeout "$CALL_TIMEOUT" >"$dir/out" 2>"$dir/err"
+        --timeout "$CALL_TIMEOUT" --env-out "$dir" >"$dir/out" 2>"$dir/err" # --env-out: a mark of this job's processes
     rc=$?
     took_ms=$((($(date +%s%N) - t0) / 1000000))
     if [ $rc -eq 124 ] || [ $took_ms -ge $((JOB_TIMEOUT * 1000)) ]; then
@@ -123,8 +123,9 @@ while [ "$heals" -lt "$HEALS" ]; do
         fail=1
         break
     fi
-    if ! gone "$DRIVER $rounds --kill-every $KILL_EVERY --seed $seed "; then
-        echo "job $job: processes left behind:"; pgrep -af "$DRIVER $rounds --kill-every $KILL_EVERY --seed $seed " | sed 's/^/    /'
+    # (by its own directory: two runs of this test at once have the same seeds)
+    if ! gone "$DRIVER .*--env-out $dir\$"; then
+        echo "job $job: processes left behind:"; pgrep -af "$DRIVER .*--env-out $dir\$" | sed 's/^/    /'
         fail=1
     fi
     left=$(ls -A "$dir/rdv")
