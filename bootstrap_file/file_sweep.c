@@ -17,6 +17,13 @@
 
 #define PATH_BYTES 4400
 
+/* The kind of directory entry e (HN_BF_NAME_*, with its round's seq, rank and whether a temporary
+ * file), or HN_BF_NAME_OTHER when it is no file of this key in generation gen. */
+static int name_of(const hn_bf_state_t *s, uint64_t gen, const struct dirent *e, uint64_t *seq, int *r, int *tmp) {
+    int kind = hidet_nccl__bf_name_kind(s->key, e->d_name, seq, r, tmp);
+    return kind != HN_BF_NAME_OTHER && hidet_nccl__bf_seq_generation(*seq) == gen ? kind : HN_BF_NAME_OTHER;
+}
+
 /* rec's members from the decision m; a rank's process not known here, as its decider knew it. */
 static void take_decision(hn_bf_round_rec_t *rec, const hidet_nccl__bf_msg_t *m) {
     for (int q = 0; q < rec->old_size; q++) {
@@ -295,8 +302,8 @@ void hidet_nccl__bf_sweep(hn_bf_state_t *s, uint64_t epoch) {
     char path[PATH_BYTES + 300];
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         uint64_t seq;
-        int r, tmp, kind = hidet_nccl__bf_name_kind(s->key, e->d_name, &seq, &r, &tmp);
-        if (kind == HN_BF_NAME_OTHER || hidet_nccl__bf_seq_generation(seq) != gen) continue;
+        int r, tmp, kind = name_of(s, gen, e, &seq, &r, &tmp);
+        if (kind == HN_BF_NAME_OTHER) continue;
         uint64_t at = hidet_nccl__bf_seq_epoch(seq);
         int gone = 0;
         struct stat st;
@@ -441,11 +448,10 @@ static void absent_from_later(hn_bf_state_t *s) {
     char path[PATH_BYTES + 300], why[768];
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         uint64_t seq;
-        int r, tmp, kind = hidet_nccl__bf_name_kind(s->key, e->d_name, &seq, &r, &tmp);
+        int r, tmp, kind = name_of(s, gen, e, &seq, &r, &tmp);
+        if (kind != HN_BF_NAME_DECISION || tmp) continue;
         uint64_t at = hidet_nccl__bf_seq_epoch(seq);
-        if (kind != HN_BF_NAME_DECISION || tmp || hidet_nccl__bf_seq_generation(seq) != gen || at <= s->epoch + 1 ||
-            noted(s, at))
-            continue;
+        if (at <= s->epoch + 1 || noted(s, at)) continue;
         uint8_t *data;
         size_t len;
         hidet_nccl__bf_msg_t m;
@@ -532,8 +538,8 @@ static void sweep_dead(const hn_bf_state_t *s) {
         rewinddir(d);
         for (struct dirent *e; (e = readdir(d)) != NULL;) {
             uint64_t seq;
-            int r, tmp, kind = hidet_nccl__bf_name_kind(s->key, e->d_name, &seq, &r, &tmp), gone = 0;
-            if (kind == HN_BF_NAME_OTHER || hidet_nccl__bf_seq_generation(seq) != gen) continue;
+            int r, tmp, kind = name_of(s, gen, e, &seq, &r, &tmp), gone = 0;
+            if (kind == HN_BF_NAME_OTHER) continue;
             snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name);
             const char *rest = strchr(e->d_name + 11 + strlen(s->key) + 1, '.');
             int is_id = !tmp && kind == HN_BF_NAME_ROUND && rest != NULL && strcmp(rest, ".id") == 0;
@@ -591,9 +597,9 @@ static void drop_own_marks(const hn_bf_state_t *s) {
     char path[PATH_BYTES + 300];
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         uint64_t seq;
-        int r, tmp, kind = hidet_nccl__bf_name_kind(s->key, e->d_name, &seq, &r, &tmp);
+        int r, tmp, kind = name_of(s, gen, e, &seq, &r, &tmp);
         size_t len = strlen(e->d_name);
-        if (kind != HN_BF_NAME_ROUND || tmp || r < 0 || hidet_nccl__bf_seq_generation(seq) != gen || len < 7 ||
+        if (kind != HN_BF_NAME_ROUND || tmp || r < 0 || len < 7 ||
             (strcmp(e->d_name + len - 7, ".gaveup") != 0 && strcmp(e->d_name + len - 7, ".failed") != 0))
             continue;
         uint8_t *data;

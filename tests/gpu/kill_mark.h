@@ -7,13 +7,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
-static inline double hn_wall(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "tests/gpu/now.h"
 
 /* $dir_env/kill.<stage> (/tmp when unset). */
 static inline void hn_kill_mark_path(const char *dir_env, int stage, char *path, size_t n) {

@@ -1,4 +1,5 @@
-/* Monotonic seconds, for the GPU tests' timings. */
+/* Monotonic seconds, for the GPU tests' timings; wall-clock seconds, for moments two processes
+ * compare (a victim's death and a survivor's error). */
 #ifndef HIDET_NCCL_TESTS_GPU_NOW_H_
 #define HIDET_NCCL_TESTS_GPU_NOW_H_
 
@@ -7,6 +8,12 @@
 static inline double hn_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline double hn_wall(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
