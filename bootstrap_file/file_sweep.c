@@ -626,7 +626,7 @@ void hidet_nccl__bf_tidy(hn_bf_state_t *s) {
         if (s->roster && s->epoch == 0) drop_roster(s);
         char roster[PATH_BYTES];
         int last = s->first_size > 1 && roster_others_gone(s, roster, sizeof roster);
-        if (last || (s->nranks > 1 && lowest_alive(s))) { /* what the dead left; this one's marks */
+        if (last || (s->first_size > 1 && lowest_alive(s))) { /* what the dead left (a job shrunk to one rank too) */
             sweep_dead(s);
             drop_own_marks(s);
         }
