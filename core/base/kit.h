@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/base/settings_list.h"
+#include "core/base/thread_int.h"
 #include "hidet_nccl/bootstrap.h"
 
 /* ---------------------------------------------------------------- messages */
@@ -29,8 +30,20 @@
  * public function later messages are attributed to. A public function that the library
  * calls from inside another keeps the outer one's name and message: the depth is undone
  * when the function returns (the cleanup attribute, GCC and Clang). */
-int hidet_nccl__enter(const char *public_func);
-void hidet_nccl__leave(int *entered);
+static inline int hidet_nccl__enter(const char *public_func) {
+    hn_thread_t *t = &hidet_nccl__thread;
+    if (t->depth++ == 0) {
+        t->fresh = 0;
+        t->prefix_len = 0;
+        t->public_func = public_func;
+    }
+    return 1;
+}
+static inline void hidet_nccl__leave(int *entered) {
+    (void)entered;
+    hn_thread_t *t = &hidet_nccl__thread;
+    if (t->depth > 0 && --t->depth == 0) t->public_func = NULL; /* later internal failures name their own */
+}
 #define HN_ENTER() \
     int hn_entered_ __attribute__((cleanup(hidet_nccl__leave), unused)) = hidet_nccl__enter(__func__)
 

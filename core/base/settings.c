@@ -14,6 +14,7 @@
 #include "core/base/number.h"
 #include "core/base/status_int.h"
 #include "core/base/settings_int.h"
+#include "core/base/thread_int.h"
 
 typedef enum { KIND_STRING, KIND_SECRET, KIND_INT, KIND_SECONDS, KIND_BOOL, KIND_LEVEL } kind_t;
 
@@ -324,6 +325,7 @@ hidet_nccl_status_t hidet_nccl_settings_reload(void) {
     snapshot_t *s = take_snapshot(old);
     if (s != NULL) {
         atomic_store_explicit(&g_current, s, memory_order_release);
+        hidet_nccl__stale_copies(); /* the threads' copies of what the collectives read (thread_int.h) */
         free_snapshot(old->older); /* two reloads ago */
         old->older = NULL;
     }

@@ -7,21 +7,15 @@
 
 #define MESSAGE_BYTES 4096
 
-static _Thread_local char g_message[MESSAGE_BYTES]; /* the message, when g_call.fresh */
-/* What every public call touches, together (one cache line): entering a call no longer writes
- * the message itself, only that it is not fresh. */
-static _Thread_local struct {
-    const char *public_func;
-    size_t prefix_len; /* of "hidet_nccl: <function>: " in g_message */
-    int depth;         /* public calls under way in this thread */
-    int fresh;         /* g_message is this thread's last failure (else the message is "") */
-} g_call;
+static _Thread_local char g_message[MESSAGE_BYTES]; /* the message, when the thread's block says fresh */
+/* What every public call touches lies in the thread's block (core/base/thread_int.h): entering
+ * a call writes no message, only that the message is not fresh (kit.h's HN_ENTER). */
 
 /* The message as the caller sees it: "" unless a failure wrote it since the last public call. */
 static char *message(void) {
-    if (!g_call.fresh) {
+    if (!hidet_nccl__thread.fresh) {
         g_message[0] = '\0';
-        g_call.fresh = 1;
+        hidet_nccl__thread.fresh = 1;
     }
     return g_message;
 }
@@ -45,21 +39,7 @@ const char *hidet_nccl_status_string(hidet_nccl_status_t status) {
     return k_status_names[status];
 }
 
-const char *hidet_nccl_last_error(void) { return g_call.fresh ? g_message : ""; }
-
-HN_HOT int hidet_nccl__enter(const char *public_func) {
-    if (g_call.depth++ == 0) {
-        g_call.fresh = 0;
-        g_call.prefix_len = 0;
-        g_call.public_func = public_func;
-    }
-    return 1;
-}
-
-HN_HOT void hidet_nccl__leave(int *entered) {
-    (void)entered;
-    if (g_call.depth > 0 && --g_call.depth == 0) g_call.public_func = NULL; /* later internal failures name their own */
-}
+const char *hidet_nccl_last_error(void) { return hidet_nccl__thread.fresh ? g_message : ""; }
 
 hidet_nccl_status_t hidet_nccl__say(char *msg, size_t msg_bytes, hidet_nccl_status_t st, const char *fmt, ...) {
     if (msg == NULL || msg_bytes == 0) return st;
@@ -72,12 +52,12 @@ hidet_nccl_status_t hidet_nccl__say(char *msg, size_t msg_bytes, hidet_nccl_stat
 
 const char *hidet_nccl__error_detail(void) {
     const char *m = message();
-    return g_call.prefix_len < strlen(m) ? m + g_call.prefix_len : m;
+    return hidet_nccl__thread.prefix_len < strlen(m) ? m + hidet_nccl__thread.prefix_len : m;
 }
 
 void hidet_nccl__restore_error(const char *saved) {
     if (saved != g_message) snprintf(g_message, sizeof g_message, "%s", saved);
-    g_call.fresh = 1;
+    hidet_nccl__thread.fresh = 1;
 }
 
 hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *func,
@@ -87,10 +67,10 @@ hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *fun
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    int n = snprintf(g_message, sizeof g_message, "hidet_nccl: %s: ", g_call.public_func ? g_call.public_func : func);
-    g_call.prefix_len = n > 0 && (size_t)n < sizeof g_message ? (size_t)n : 0;
-    g_call.fresh = 1;
-    snprintf(g_message + g_call.prefix_len, sizeof g_message - g_call.prefix_len, "%s", detail);
+    int n = snprintf(g_message, sizeof g_message, "hidet_nccl: %s: ", hidet_nccl__thread.public_func ? hidet_nccl__thread.public_func : func);
+    hidet_nccl__thread.prefix_len = n > 0 && (size_t)n < sizeof g_message ? (size_t)n : 0;
+    hidet_nccl__thread.fresh = 1;
+    snprintf(g_message + hidet_nccl__thread.prefix_len, sizeof g_message - hidet_nccl__thread.prefix_len, "%s", detail);
     return status;
 }
 

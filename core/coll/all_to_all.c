@@ -30,7 +30,7 @@ HN_HOT hidet_nccl_status_t hidet_nccl_all_to_all(int comm_id, const void *sendbu
     HN_CHECK(hidet_nccl__coll_begin(comm_id, "all_to_all", stream, &c));
     HN_CHECK(hidet_nccl__coll_ranks(&c));
     HN_CHECK(hidet_nccl__move_plan(&c, dtype, count, (size_t)c.nranks, "count", &type, &nccl_count, &bytes));
-    HN_CHECK(hidet_nccl__grouped_p2p((const void *)c.n->AlltoAll, &grouped_p2p));
+    HN_CHECK(hidet_nccl__grouped_p2p(&c, (const void *)c.n->AlltoAll, &grouped_p2p));
     if (count == 0) return HIDET_NCCL_SUCCESS;
     HN_CHECK(hidet_nccl__coll_buffer(&c, sendbuff, "sendbuff", count));
     HN_CHECK(hidet_nccl__coll_buffer(&c, recvbuff, "recvbuff", count));

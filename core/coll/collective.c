@@ -13,29 +13,7 @@
 #include "core/base/settings_int.h"
 #include "core/comm/wait_int.h"
 
-HN_HOT hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, cudaStream_t stream, hn_coll_t *c) {
-    *c = (hn_coll_t){.id = comm_id, .name = name, .nranks = -1, .rank = -1, .stream = stream, .op = -1};
-    hn_slot_t slot;
-    HN_CHECK(hidet_nccl__registry_coll(comm_id, &slot));
-    c->comm = slot.comm;
-    c->trace = slot.trace;
-    if (slot.nranks > 0 && slot.rank >= 0) { /* known for an owned communicator: NCCL is not asked per call */
-        c->nranks = slot.nranks;
-        c->rank = slot.rank;
-    }
-    c->asked_nranks = slot.asked_nranks;
-    c->asked_rank = slot.asked_rank;
-    c->n = hidet_nccl__nccl_loaded(); /* a registered communicator implies a loaded NCCL */
-    return HIDET_NCCL_SUCCESS;
-}
-
-HN_HOT hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
-    if (c->nranks > 0 && c->rank >= 0) return HIDET_NCCL_SUCCESS; /* from the registry */
-    if (c->asked_nranks > 0 && c->asked_rank >= 0) { /* a borrowed one's, asked at an earlier call */
-        c->nranks = c->asked_nranks;
-        c->rank = c->asked_rank;
-        return HIDET_NCCL_SUCCESS;
-    }
+hidet_nccl_status_t hidet_nccl__coll_ask_ranks(hn_coll_t *c) {
     ncclResult_t r = c->nranks > 0 ? ncclSuccess : c->n->CommCount(c->comm, &c->nranks);
     if (r == ncclSuccess) r = c->n->CommUserRank(c->comm, &c->rank);
     if (r != ncclSuccess) {
@@ -47,25 +25,23 @@ HN_HOT hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
     return HIDET_NCCL_SUCCESS;
 }
 
+HN_COLD hidet_nccl_status_t hidet_nccl__plan_overflow(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count,
+                                                      size_t blocks, size_t elem_bytes, const char *what) {
+    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s %zu of %s (%zu bytes each)%s overflows size_t bytes",
+                   c->name, what, count, hidet_nccl__dtype_str(dtype), elem_bytes,
+                   blocks > 1 ? " times the number of ranks" : "");
+}
+
 /* count * blocks elements of elem_bytes each, and count * mult NCCL elements, fit size_t. */
 HN_HOT static hidet_nccl_status_t sizes(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count, size_t blocks,
                                  size_t mult, size_t elem_bytes, const char *what, size_t *nccl_count, size_t *bytes) {
     size_t product;
     if (blocks == 0) blocks = 1;
     if (__builtin_mul_overflow(count, elem_bytes, &product) || __builtin_mul_overflow(product, blocks, &product))
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
-                       "%s: %s %zu of %s (%zu bytes each)%s overflows size_t bytes", c->name, what, count,
-                       hidet_nccl__dtype_str(dtype), elem_bytes, blocks > 1 ? " times the number of ranks" : "");
+        return hidet_nccl__plan_overflow(c, dtype, count, blocks, elem_bytes, what);
     *nccl_count = count * mult;
     *bytes = count * elem_bytes;
     return HIDET_NCCL_SUCCESS;
-}
-
-HN_HOT hidet_nccl_status_t hidet_nccl__move_plan(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count, size_t blocks,
-                                          const char *what, ncclDataType_t *type, size_t *nccl_count, size_t *bytes) {
-    size_t mult;
-    HN_CHECK(hidet_nccl__movement(dtype, type, &mult));
-    return sizes(c, dtype, count, blocks, mult, mult * hidet_nccl__nccl_type_size(*type), what, nccl_count, bytes);
 }
 
 HN_HOT hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
@@ -85,28 +61,20 @@ HN_HOT hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtyp
     return HIDET_NCCL_SUCCESS;
 }
 
-HN_HOT hidet_nccl_status_t hidet_nccl__coll_rank_arg(const hn_coll_t *c, int r, const char *what) {
-    if (r < 0 || r >= c->nranks)
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s %d is not a rank of communicator id %d (0 .. %d)",
-                       c->name, what, r, c->id, c->nranks - 1);
-    return HIDET_NCCL_SUCCESS;
+HN_COLD hidet_nccl_status_t hidet_nccl__coll_rank_refused(const hn_coll_t *c, int r, const char *what) {
+    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s %d is not a rank of communicator id %d (0 .. %d)",
+                   c->name, what, r, c->id, c->nranks - 1);
 }
 
-HN_HOT hidet_nccl_status_t hidet_nccl__coll_buffer(const hn_coll_t *c, const void *ptr, const char *what, size_t count) {
-    if (ptr == NULL)
-        return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL with count %zu", c->name, what, count);
-    return HIDET_NCCL_SUCCESS;
+HN_COLD hidet_nccl_status_t hidet_nccl__coll_buffer_refused(const hn_coll_t *c, const char *what, size_t count) {
+    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL with count %zu", c->name, what, count);
 }
 
-HN_HOT hidet_nccl_status_t hidet_nccl__coll_alias(const hn_coll_t *c, const void *a, size_t a_bytes, const char *a_name,
-                                           const void *b, size_t b_bytes, const char *b_name, const void *in_place,
-                                           const char *rule) {
-    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-    int disjoint = x + a_bytes <= y || y + b_bytes <= x;
-    if (disjoint || (in_place != NULL && a == in_place)) return HIDET_NCCL_SUCCESS;
-    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT,
-                   "%s: %s %p (%zu bytes) overlaps %s %p (%zu bytes); %s", c->name, a_name, a, a_bytes, b_name, b,
-                   b_bytes, rule);
+HN_COLD hidet_nccl_status_t hidet_nccl__coll_alias_refused(const hn_coll_t *c, const void *a, size_t a_bytes,
+                                                           const char *a_name, const void *b, size_t b_bytes,
+                                                           const char *b_name, const char *rule) {
+    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s %p (%zu bytes) overlaps %s %p (%zu bytes); %s", c->name,
+                   a_name, a, a_bytes, b_name, b, b_bytes, rule);
 }
 
 /* NCCL 2.28.9 leaves the last elements of a one-rank scaled sum unwritten for some counts above
@@ -143,9 +111,9 @@ HN_HOT hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet
 /* What follows an NCCL call that did not return ncclSuccess: the error policy, or (a
  * non-blocking communicator still enqueuing) the wait. Out of the hot path: its messages'
  * buffers and formatting stay off the lines a successful call runs through. */
-static HN_COLD hidet_nccl_status_t end_unfinished(const hn_coll_t *c, ncclResult_t r, const char *nccl_call,
-                                                  size_t count, hidet_nccl_dtype_t dtype, const char *who, int rank,
-                                                  int in_group) {
+HN_COLD hidet_nccl_status_t hidet_nccl__coll_unfinished(const hn_coll_t *c, ncclResult_t r, const char *nccl_call,
+                                                       size_t count, hidet_nccl_dtype_t dtype, const char *who,
+                                                       int rank, int in_group) {
     char call[192], tail[32] = "";
     if (who != NULL) snprintf(tail, sizeof tail, ", %s %d", who, rank);
     snprintf(call, sizeof call, "%s(communicator id %d, count %zu of %s%s)", nccl_call, c->id, count,
@@ -163,20 +131,10 @@ static HN_COLD hidet_nccl_status_t end_unfinished(const hn_coll_t *c, ncclResult
     return hidet_nccl__await(c->n, &comm, 1, timeout, 0, call);
 }
 
-HN_HOT hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call, size_t count,
-                                         hidet_nccl_dtype_t dtype, const char *who, int rank) {
-    int in_group = hidet_nccl__group_depth() > 0;
-    if (c->trace != NULL)
-        hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, who != NULL ? rank : -1, c->stream, r,
-                                 in_group);
-    if (__builtin_expect(r != ncclSuccess, 0))
-        return end_unfinished(c, r, nccl_call, count, dtype, who, rank, in_group);
-    return in_group ? hidet_nccl__group_track(c->comm) : HIDET_NCCL_SUCCESS;
-}
-
-HN_HOT hidet_nccl_status_t hidet_nccl__grouped_p2p(const void *native, int *grouped) {
+HN_COLD hidet_nccl_status_t hidet_nccl__grouped_p2p_invalid(void) {
     int forced = 0;
-    HN_CHECK(hidet_nccl__setting_int(HN_SETTING_GROUPED_P2P, &forced));
-    *grouped = native == NULL || forced;
-    return HIDET_NCCL_SUCCESS;
+    hidet_nccl_status_t st = hidet_nccl__setting_int(HN_SETTING_GROUPED_P2P, &forced);
+    if (st != HIDET_NCCL_SUCCESS) return st;
+    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "HIDET_NCCL_GROUPED_P2P was invalid when this thread last "
+                   "read it and is now valid: call again");
 }

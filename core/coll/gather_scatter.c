@@ -49,7 +49,7 @@ HN_HOT static hidet_nccl_status_t rooted(const direction_t *d, int comm_id, cons
     HN_CHECK(hidet_nccl__coll_rank_arg(&c, root, "root"));
     ncclResult_t (*native)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) =
         d->to_root ? c.n->Gather : c.n->Scatter;
-    HN_CHECK(hidet_nccl__grouped_p2p((const void *)native, &grouped_p2p));
+    HN_CHECK(hidet_nccl__grouped_p2p(&c, (const void *)native, &grouped_p2p));
     if (count == 0) return HIDET_NCCL_SUCCESS;
     const void *blocks = d->to_root ? recvbuff : sendbuff, *own = d->to_root ? sendbuff : recvbuff;
     HN_CHECK(hidet_nccl__coll_buffer(&c, own, d->own_name, count));

@@ -7,9 +7,10 @@
 #include "core/comm/registry_int.h"
 #include "core/comm/wait_int.h"
 
+/* The group depth lives in the thread's block (hidet_nccl__thread.group_depth): every collective
+ * reads it. */
 #define INLINE_TRACKED 16
 
-static _Thread_local int t_depth;
 /* The communicators used in the group: in the thread's own array, spilling to the heap past
  * INLINE_TRACKED (a group of a few calls allocates nothing). */
 static _Thread_local ncclComm_t t_inline[INLINE_TRACKED];
@@ -66,8 +67,6 @@ static hidet_nccl_status_t finish_splits(const hn_nccl_t *n, hidet_nccl_status_t
     return st;
 }
 
-HN_HOT int hidet_nccl__group_depth(void) { return t_depth; }
-
 HN_HOT hidet_nccl_status_t hidet_nccl__group_track(ncclComm_t comm) {
     if (t_tracked == NULL) {
         t_tracked = t_inline;
@@ -94,19 +93,19 @@ HN_HOT hidet_nccl_status_t hidet_nccl_group_start(void) {
     HN_CHECK(hidet_nccl__nccl(&n));
     ncclResult_t r = n->GroupStart();
     if (r != ncclSuccess) return hidet_nccl__nccl_fail(__func__, "ncclGroupStart", r, NULL);
-    t_depth++;
+    hidet_nccl__thread.group_depth++;
     return HIDET_NCCL_SUCCESS;
 }
 
 HN_HOT hidet_nccl_status_t hidet_nccl_group_end(void) {
     HN_ENTER();
-    if (t_depth == 0)
+    if (hidet_nccl__thread.group_depth == 0)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE, "group_end without a matching group_start in this thread");
     const hn_nccl_t *n;
     HN_CHECK(hidet_nccl__nccl(&n));
     ncclResult_t r = n->GroupEnd();
-    t_depth--;
-    if (t_depth > 0) {
+    hidet_nccl__thread.group_depth--;
+    if (hidet_nccl__thread.group_depth > 0) {
         if (r != ncclSuccess && r != ncclInProgress) return hidet_nccl__nccl_fail(__func__, "ncclGroupEnd", r, NULL);
         return HIDET_NCCL_SUCCESS;
     }

@@ -4,10 +4,12 @@
 
 #include <nccl.h>
 
+#include "core/base/thread_int.h"
 #include "hidet_nccl/hidet_nccl.h"
 
-/* How many hidet_nccl_group_start calls of this thread are not yet ended. */
-int hidet_nccl__group_depth(void);
+/* How many hidet_nccl_group_start calls of this thread are not yet ended (kept in the thread's
+ * block, read by every collective). */
+static inline int hidet_nccl__group_depth(void) { return hidet_nccl__thread.group_depth; }
 /* Remembers a communicator used inside the current group, to await it at group_end. */
 hidet_nccl_status_t hidet_nccl__group_track(ncclComm_t comm);
 /* Remembers a split inside the current group: at group_end, *child (malloc'ed, freed

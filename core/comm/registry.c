@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base/settings_int.h"
 #include "core/base/status_int.h"
 #include "core/nccl/nccl_config_int.h"
 #include "core/nccl/nccl_loader_int.h"
@@ -43,26 +44,18 @@ static slot_t *g_slots;
 static int g_count;    /* ids handed out */
 static int g_capacity;
 
-/* The collectives' way in without the lock (hidet_nccl__registry_coll): every change to what
- * a collective reads of a slot bumps g_generation under the lock (unlock_changed), and each
- * thread keeps the last few slots it read with the generation they were read at. A slot read at
- * the current generation is what the lock would give now, so a collective touches one shared
- * word and its own thread's copy instead of the lock and the table (measured on an H200: the
- * lock and the slot's line cost a back-to-back NCCL call more than all the rest of the
- * library's work). */
-static _Atomic unsigned long g_generation = 1;
-#define HOT_SLOTS 4 /* ids a thread alternates between without going back to the table */
-typedef struct {
-    unsigned long generation; /* 0: empty */
-    int id;
-    hn_slot_t slot;
-} hot_slot_t;
-static _Thread_local hot_slot_t t_hot[HOT_SLOTS];
-
+/* The collectives' way in without the lock (registry_int.h's hidet_nccl__registry_coll): every
+ * change to what a collective reads of a slot bumps the generation (core/base/thread_int.h)
+ * under the lock (unlock_changed), and each thread keeps, in its block, the last few ids it
+ * used as a collective sees them, with the generation they were read at. A copy made at the
+ * current generation is what the lock would give now, so a collective touches one shared word
+ * and its own thread's block instead of the lock and the table (measured on an H200: the lock
+ * and the slot's line cost a back-to-back NCCL call more than all the rest of the library's
+ * work). */
 /* Unlocks after a change a collective could see (a slot added, filled, failed, killed, its ring
  * made, the table dropped): the threads' copies are stale from now on. */
 static void unlock_changed(void) {
-    atomic_fetch_add_explicit(&g_generation, 1, memory_order_release);
+    hidet_nccl__stale_copies();
     pthread_mutex_unlock(&g_lock);
 }
 
@@ -242,28 +235,34 @@ hidet_nccl_status_t hidet_nccl__registry_get(int id, int accept_failed, hn_slot_
     return st;
 }
 
-HN_HOT hidet_nccl_status_t hidet_nccl__registry_coll(int id, hn_slot_t *out) {
-    unsigned long now = atomic_load_explicit(&g_generation, memory_order_acquire);
-    hot_slot_t *h = &t_hot[(unsigned)id % HOT_SLOTS];
-    if (h->generation == now && h->id == id) { /* nothing changed since this thread read it */
-        *out = h->slot;
-        return HIDET_NCCL_SUCCESS;
-    }
+hidet_nccl_status_t hidet_nccl__registry_coll_copy(int id, const hn_thread_slot_t **out) {
     pthread_mutex_lock(&g_lock);
     hidet_nccl_status_t st = check_id_locked(id, 0);
-    int changed = 0;
     if (st == HIDET_NCCL_SUCCESS) {
         slot_t *s = &g_slots[id];
         if (!s->trace_tried) { /* once per communicator, at its first collective */
             s->trace_tried = 1;
             s->trace = hidet_nccl__trace_new(s->key);
             if (s->kind == KIND_OWNED) hidet_nccl__trace_set_place(s->trace, s->rank, s->nranks);
-            changed = 1;
+            hidet_nccl__stale_copies();
         }
-        *out = view(s);
-        if (changed) atomic_fetch_add_explicit(&g_generation, 1, memory_order_release);
-        /* writers bump only under the lock: this is the generation *out belongs to */
-        *h = (hot_slot_t){atomic_load_explicit(&g_generation, memory_order_relaxed), id, *out};
+        hn_setting_info_t p2p; /* read without failing: the collective that needs it says what is wrong */
+        hidet_nccl__setting_info(HN_SETTING_GROUPED_P2P, &p2p);
+        hn_thread_slot_t *h = &hidet_nccl__thread.slot[(unsigned)id % HN_THREAD_SLOTS];
+        /* writers bump only under the lock: this is the generation the copy belongs to */
+        *h = (hn_thread_slot_t){
+            .generation = atomic_load_explicit(&hidet_nccl__generation, memory_order_relaxed),
+            .id = id,
+            .nranks = s->nranks,
+            .rank = s->rank,
+            .asked_nranks = s->asked_nranks,
+            .asked_rank = s->asked_rank,
+            .grouped_p2p = p2p.error != NULL ? -1 : p2p.number != 0,
+            .comm = s->comm,
+            .trace = s->trace,
+            .nccl = hidet_nccl__nccl_loaded(), /* a registered communicator implies a loaded NCCL */
+        };
+        *out = h;
     }
     pthread_mutex_unlock(&g_lock);
     return st;

@@ -7,6 +7,7 @@
 #include <nccl.h>
 #include <stdint.h>
 
+#include "core/base/thread_int.h"
 #include "core/nccl/nccl_config_int.h"
 #include "core/nccl/nccl_loader_int.h"
 #include "core/trace/trace_int.h"
@@ -45,10 +46,23 @@ typedef struct {
 /* The slot of a live id; a failed one only if accept_failed (else an error that says what
  * failed and what can still be done). A clear error for any other id. */
 hidet_nccl_status_t hidet_nccl__registry_get(int id, int accept_failed, hn_slot_t *out);
-/* As registry_get for a collective (a failed id refused): the slot's flight recorder ring
- * is made at the first call (hidet_nccl__trace_new; NULL with the recorder off). Takes no lock
- * while the registry is unchanged since this thread's last look at id. */
-hidet_nccl_status_t hidet_nccl__registry_coll(int id, hn_slot_t *out);
+/* A collective's look at id: the calling thread's copy of it (core/base/thread_int.h), made
+ * at the current generation, else registry_coll_copy. Refuses what registry_get refuses (a
+ * failed id too); the copy holds the communicator, its size and rank (an owned one's; a
+ * borrowed one's once asked, registry_note_asked, apart), its flight recorder ring (made at its
+ * first collective: hidet_nccl__trace_new; NULL with the recorder off) and the loaded NCCL.
+ * *out stays valid until this thread's next look. Takes no lock while the registry is unchanged
+ * since this thread's last look at id. */
+hidet_nccl_status_t hidet_nccl__registry_coll_copy(int id, const hn_thread_slot_t **out);
+static inline hidet_nccl_status_t hidet_nccl__registry_coll(int id, const hn_thread_slot_t **out) {
+    unsigned long now = atomic_load_explicit(&hidet_nccl__generation, memory_order_acquire);
+    const hn_thread_slot_t *h = &hidet_nccl__thread.slot[(unsigned)id % HN_THREAD_SLOTS];
+    if (__builtin_expect(h->generation == now && h->id == id, 1)) { /* nothing changed since this thread's look */
+        *out = h;
+        return HIDET_NCCL_SUCCESS;
+    }
+    return hidet_nccl__registry_coll_copy(id, out);
+}
 /* A borrowed communicator's size and rank as NCCL told them, kept so that later collectives
  * do not ask again (if id still holds comm). */
 void hidet_nccl__registry_note_asked(int id, ncclComm_t comm, int nranks, int rank);

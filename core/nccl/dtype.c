@@ -54,6 +54,21 @@ static const dtype_row_t k_dtypes[HIDET_NCCL_NUM_DTYPES] = {
                                "complex product, max and min are not element-wise on their parts"},
 };
 
+/* Movement by element size: unsigned words of the same width, copied and never converted (NCCL
+ * has no 16-bit integer type: 2-byte types as two uint8; complex128 as two uint64). */
+#define MOVE(size)                                                                                         \
+    {(uint8_t)((size) == 4 ? ncclUint32 : (size) >= 8 ? ncclUint64 : ncclUint8), (size) == 2 || (size) == 16 ? 2 : 1, \
+     (size)}
+_Alignas(64) const hn_move_t hidet_nccl__moves[HIDET_NCCL_NUM_DTYPES] = {
+    [HIDET_NCCL_BOOL] = MOVE(1),     [HIDET_NCCL_INT8] = MOVE(1),         [HIDET_NCCL_INT16] = MOVE(2),
+    [HIDET_NCCL_INT32] = MOVE(4),    [HIDET_NCCL_INT64] = MOVE(8),        [HIDET_NCCL_UINT8] = MOVE(1),
+    [HIDET_NCCL_UINT16] = MOVE(2),   [HIDET_NCCL_UINT32] = MOVE(4),       [HIDET_NCCL_UINT64] = MOVE(8),
+    [HIDET_NCCL_FLOAT16] = MOVE(2),  [HIDET_NCCL_BFLOAT16] = MOVE(2),     [HIDET_NCCL_TFLOAT32] = MOVE(4),
+    [HIDET_NCCL_FLOAT32] = MOVE(4),  [HIDET_NCCL_FLOAT64] = MOVE(8),      [HIDET_NCCL_FLOAT8_E4M3] = MOVE(1),
+    [HIDET_NCCL_FLOAT8_E5M2] = MOVE(1), [HIDET_NCCL_COMPLEX64] = MOVE(8), [HIDET_NCCL_COMPLEX128] = MOVE(16),
+};
+_Static_assert(sizeof hidet_nccl__moves <= 64, "the movement table fits one line");
+
 static const struct {
     const char *name;
     ncclRedOp_t nccl;
@@ -191,15 +206,10 @@ HN_HOT hidet_nccl_status_t hidet_nccl__plan_for(const char *what, hidet_nccl_dty
     return HIDET_NCCL_SUCCESS;
 }
 
-HN_HOT hidet_nccl_status_t hidet_nccl__movement(hidet_nccl_dtype_t dtype, ncclDataType_t *type, size_t *mult) {
+hidet_nccl_status_t hidet_nccl__movement(hidet_nccl_dtype_t dtype, ncclDataType_t *type, size_t *mult) {
     CHECK_DTYPE(dtype);
-    switch (k_dtypes[dtype].size) { /* unsigned words of the same width: copied, never converted */
-        case 1: *type = ncclUint8, *mult = 1; break;
-        case 2: *type = ncclUint8, *mult = 2; break; /* NCCL has no 16-bit integer type */
-        case 4: *type = ncclUint32, *mult = 1; break;
-        case 8: *type = ncclUint64, *mult = 1; break;
-        default: *type = ncclUint64, *mult = k_dtypes[dtype].size / 8; break; /* complex128 */
-    }
+    *type = (ncclDataType_t)hidet_nccl__moves[dtype].type;
+    *mult = hidet_nccl__moves[dtype].mult;
     return HIDET_NCCL_SUCCESS;
 }
 

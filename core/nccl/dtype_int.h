@@ -2,6 +2,9 @@
 #ifndef HIDET_NCCL_CORE_NCCL_DTYPE_INT_H_
 #define HIDET_NCCL_CORE_NCCL_DTYPE_INT_H_
 
+#include <nccl.h>
+#include <stdint.h>
+
 #include "hidet_nccl/hidet_nccl.h"
 
 /* hidet_nccl_reduction without touching the error message on success. */
@@ -24,6 +27,12 @@ hidet_nccl_status_t hidet_nccl__plan_for(const char *what, hidet_nccl_dtype_t dt
  * (uint8, uint32, uint64; 2-byte types as two uint8, complex128 as two uint64), mult of it
  * per element. Every dtype moves. */
 hidet_nccl_status_t hidet_nccl__movement(hidet_nccl_dtype_t dtype, ncclDataType_t *type, size_t *mult);
+/* The same for every dtype in one line of memory, for the collectives' inlined plan
+ * (core/coll/collective_int.h): the NCCL type, mult, and bytes per element. */
+typedef struct {
+    uint8_t type, mult, bytes;
+} hn_move_t;
+extern const hn_move_t hidet_nccl__moves[HIDET_NCCL_NUM_DTYPES];
 /* 1 if dtype reduces with sum (what a scaled sum needs). */
 int hidet_nccl__sum_allowed(hidet_nccl_dtype_t dtype);
 /* hidet's name of dtype, "?" if it is not one. */

@@ -9,6 +9,7 @@
 
 #include "core/base/status_int.h"
 #include "core/base/log_int.h"
+#include "core/base/thread_int.h"
 #include "core/trace/trace_ring_int.h"
 
 static _Thread_local char t_tag[HN_TRACE_TAG_BYTES];
@@ -19,6 +20,7 @@ hidet_nccl_status_t hidet_nccl_set_tag(const char *tag) {
     HN_ENTER();
     if (tag == NULL) {
         t_tag[0] = '\0';
+        hidet_nccl__thread.tagged = 0;
         return HIDET_NCCL_SUCCESS;
     }
     size_t len = strlen(tag);
@@ -26,6 +28,7 @@ hidet_nccl_status_t hidet_nccl_set_tag(const char *tag) {
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "tag '%.32s...' has %zu bytes; at most %zu are kept", tag,
                        len, sizeof t_tag - 1);
     memcpy(t_tag, tag, len + 1);
+    hidet_nccl__thread.tagged = len > 0;
     return HIDET_NCCL_SUCCESS;
 }
 
@@ -94,7 +97,12 @@ void hidet_nccl__trace_set_place(hn_trace_t *t, int rank, int nranks) {
 
 HN_HOT void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, size_t count, hidet_nccl_dtype_t dtype, int op,
                               int peer, cudaStream_t stream, int result, int in_group) {
-    uint64_t seq = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed);
+    /* A load and a store, not a locked add: a communicator's calls are the user's to serialize
+     * (NCCL's rule), and a locked instruction right after NCCL's launch waits for the launch's
+     * stores to drain. Calls that break the rule may share an entry; the stamp keeps a dump from
+     * reading one half written as whole. */
+    uint64_t seq = atomic_load_explicit(&t->next, memory_order_relaxed);
+    atomic_store_explicit(&t->next, seq + 1, memory_order_relaxed);
     uint32_t slot = (uint32_t)(seq % t->entries);
     hn_trace_entry_t *e = &t->e[slot];
     atomic_store_explicit(&e->stamp, 0, memory_order_relaxed); /* being written */
@@ -109,7 +117,7 @@ HN_HOT void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, size_t cou
     e->peer = peer;
     e->result = result;
     e->stream = stream;
-    if (t_tag[0] != '\0') memcpy(e->tag, t_tag, sizeof e->tag);
+    if (hidet_nccl__thread.tagged) memcpy(e->tag, t_tag, sizeof e->tag); /* the thread's block: no line of its own */
     else e->tag[0] = '\0';
     e->completion = HN_TRACE_UNTRACKED;
     if (t->events != NULL && result == 0) {

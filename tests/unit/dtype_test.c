@@ -181,6 +181,26 @@ static void test_plan_refuses_overflow(void) {
                      NULL);
 }
 
+/* The collectives' inlined movement table agrees with the element sizes and NCCL's type sizes:
+ * every element moves whole, as unsigned words of its width (two for 2-byte types, as bytes,
+ * and for complex128). */
+static void test_movement_table(void) {
+    for (int d = 0; d < HIDET_NCCL_NUM_DTYPES; d++) {
+        size_t size = 0, mult = 0;
+        ncclDataType_t type;
+        CU_ASSERT_EQUAL_FATAL(hidet_nccl_dtype_size((hidet_nccl_dtype_t)d, &size), HIDET_NCCL_SUCCESS);
+        CU_ASSERT_EQUAL(hidet_nccl__moves[d].bytes, size);
+        CU_ASSERT_EQUAL(hidet_nccl__movement((hidet_nccl_dtype_t)d, &type, &mult), HIDET_NCCL_SUCCESS);
+        CU_ASSERT_EQUAL(mult * hidet_nccl__nccl_type_size(type), size);
+        CU_ASSERT(type == ncclUint8 || type == ncclUint32 || type == ncclUint64);
+        CU_ASSERT_EQUAL(mult, size == 2 || size == 16 ? 2u : 1u);
+    }
+    ncclDataType_t type;
+    size_t mult;
+    HN_ASSERT_STATUS(hidet_nccl__movement(HIDET_NCCL_NUM_DTYPES, &type, &mult), HIDET_NCCL_ERROR_INVALID_ARGUMENT,
+                     "is not a hidet_nccl_dtype_t");
+}
+
 static void test_version_codes(void) {
     CU_ASSERT_EQUAL(hidet_nccl__version_normalize(2804), 20804);
     CU_ASSERT_EQUAL(hidet_nccl__version_normalize(22803), 22803);
@@ -200,6 +220,7 @@ int main(void) {
         {"minimum NCCL versions", test_min_versions},
         {"plan refuses by version", test_plan_refuses_by_version},
         {"plan refuses overflow", test_plan_refuses_overflow},
+        {"movement table", test_movement_table},
         {"version codes", test_version_codes},
         {NULL, NULL},
     };

@@ -1,0 +1,58 @@
+/* Internal: what a collective's host path reads of the calling thread, in one block
+ * (core/base/thread.c), and the word that says when a thread's copies are stale.
+ *
+ * A back-to-back NCCL call leaves little of the library in the caches and TLBs (measured on one
+ * H200 host: each line a call touches shows in its time; docs/benchmarks.md), so what every call
+ * reads of its thread sits together: the public call under way (status.c), the group depth
+ * (comm/group.c), whether the thread has a recorder tag (trace/trace_ring.c), and the registry's
+ * copies of the communicators this thread used last (comm/registry.c). One thread-local block
+ * is also one lookup where the library is a shared object (a thread-local of a shared object is
+ * found through __tls_get_addr, once per variable). Each layer owns its fields; this header
+ * only gathers them. */
+#ifndef HIDET_NCCL_CORE_BASE_THREAD_INT_H_
+#define HIDET_NCCL_CORE_BASE_THREAD_INT_H_
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+/* A communicator id as a collective sees it, copied by the registry (comm/registry.c) at
+ * generation `generation` (0: empty). Handles are untyped here: base knows no NCCL. */
+typedef struct {
+    _Alignas(64) unsigned long generation; /* a line each: a call reads the header's and one slot's */
+    int id;
+    int nranks, rank;             /* an owned one's; 0 and -1 for a borrowed one */
+    int asked_nranks, asked_rank; /* a borrowed one's once NCCL was asked; else 0 and -1 */
+    int grouped_p2p;              /* HIDET_NCCL_GROUPED_P2P: 0 or 1, -1 when its value is invalid */
+    void *comm;  /* ncclComm_t */
+    void *trace; /* hn_trace_t *, or NULL */
+    const void *nccl; /* const hn_nccl_t *: the loaded NCCL */
+} hn_thread_slot_t;
+
+#define HN_THREAD_SLOTS 4 /* ids a thread alternates between without going back to the registry */
+
+typedef struct {
+    /* status.c: the public call under way */
+    _Alignas(64) const char *public_func;
+    size_t prefix_len; /* of "hidet_nccl: <function>: " in the message */
+    int depth;         /* public calls under way in this thread */
+    int fresh;         /* the message is this thread's last failure (else it reads "") */
+    /* comm/group.c: hidet_nccl_group_start calls not yet ended */
+    int group_depth;
+    /* trace/trace_ring.c: the thread's tag is not "" */
+    int tagged;
+    /* comm/registry.c */
+    hn_thread_slot_t slot[HN_THREAD_SLOTS];
+} hn_thread_t;
+
+extern _Thread_local hn_thread_t hidet_nccl__thread;
+
+/* Bumped by every change a thread's copies could miss: the registry's (a communicator added,
+ * failed, destroyed, its recorder made) and a settings reload. A copy made at the current value
+ * is what a fresh look would give. */
+extern _Atomic unsigned long hidet_nccl__generation;
+
+static inline void hidet_nccl__stale_copies(void) {
+    atomic_fetch_add_explicit(&hidet_nccl__generation, 1, memory_order_release);
+}
+
+#endif
