@@ -5,9 +5,12 @@
  * alternating, 9 repetitions, medians. Where host time per call reaches the GPU's, the loop is
  * bound by the host and every host nanosecond the library adds shows on the GPU's clock.
  *   coll_cost_probe [owned|adopted] [group] [graph] [BYTES CALLS]
- *   coll_cost_probe parts     host time per call of an 8-byte in-place broadcast on one rank
- *                             (NCCL enqueues nothing for it): raw, the library, and raw beside
- *                             pieces of the library (its checks alone: count 0; a query)
+ *   coll_cost_probe parts     host time per call of an 8-byte broadcast on one rank: in place
+ *                             (NCCL enqueues nothing for it) raw, the library, and raw beside
+ *                             pieces of the library (its checks alone: count 0; a query); out of
+ *                             place (a kernel launched) raw, the library, and raw followed by
+ *                             one piece each: the checks, the whole in-place call, a locked add,
+ *                             a load and a store, the coarse clock, 4 and 16 cold lines
  * owned: a communicator of the library (hidet_nccl_comm_init_all); adopted: one made by raw
  * NCCL and lent (hidet_nccl_comm_adopt), as a code that keeps its own does. group: each call
  * inside its own group_start/end (raw: ncclGroupStart/End). graph: the calls captured once and
@@ -17,6 +20,7 @@
  * differences. */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +131,52 @@ static void part_raw_query(void) {
     HN(hidet_nccl_comm_rank(g_id, &rank));
 }
 static void part_nothing(void) {}
+/* Out of place NCCL launches a kernel: what each piece of the library's work costs right after a
+ * real launch (the caches and TLBs as NCCL leaves them). */
+static void part_raw_oop(void) { NC(g_raw.Broadcast(g_send, g_recv, 2, ncclUint32, 0, g_comm, g_stream)); }
+static void part_lib_oop(void) { HN(hidet_nccl_broadcast(g_id, g_send, g_recv, 2, HIDET_NCCL_FLOAT32, 0, g_stream)); }
+static void part_oop_checks(void) {
+    part_raw_oop();
+    HN(hidet_nccl_broadcast(g_id, g_send, g_recv, 0, HIDET_NCCL_FLOAT32, 0, g_stream));
+}
+static void part_oop_in_place(void) { /* the library's whole path; NCCL enqueues nothing for the second */
+    part_raw_oop();
+    part_lib();
+}
+static _Atomic unsigned long g_counter;
+static void part_oop_locked_add(void) {
+    part_raw_oop();
+    atomic_fetch_add_explicit(&g_counter, 1, memory_order_relaxed);
+}
+static void part_oop_plain_add(void) {
+    part_raw_oop();
+    atomic_store_explicit(&g_counter, atomic_load_explicit(&g_counter, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+static void part_oop_clock(void) {
+    struct timespec ts;
+    part_raw_oop();
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    atomic_store_explicit(&g_counter, (unsigned long)ts.tv_nsec, memory_order_relaxed);
+}
+/* n lines of a buffer far larger than the caches, new ones each call (a page apart: each a
+ * line and a TLB entry). */
+#define COLD_BYTES (256u << 20)
+static volatile unsigned char *g_cold;
+static size_t g_cold_at;
+static void touch_cold(int n) {
+    for (int i = 0; i < n; i++) {
+        g_cold_at = (g_cold_at + 4096 + 64) % COLD_BYTES;
+        (void)g_cold[g_cold_at];
+    }
+}
+static void part_oop_cold4(void) {
+    part_raw_oop();
+    touch_cold(4);
+}
+static void part_oop_cold16(void) {
+    part_raw_oop();
+    touch_cold(16);
+}
 
 static void parts(void) {
     static const struct {
@@ -138,11 +188,25 @@ static void parts(void) {
         {"raw + the library's checks (count 0)", part_raw_checks},
         {"raw + hidet_nccl_comm_rank", part_raw_query},
         {"nothing (the loop)", part_nothing},
+        {"raw ncclBroadcast (out of place)", part_raw_oop},
+        {"hidet_nccl_broadcast (out of place)", part_lib_oop},
+        {"raw oop + the library's checks (count 0)", part_oop_checks},
+        {"raw oop + hidet_nccl_broadcast in place", part_oop_in_place},
+        {"raw oop + a locked add", part_oop_locked_add},
+        {"raw oop + a load and a store", part_oop_plain_add},
+        {"raw oop + the coarse clock", part_oop_clock},
+        {"raw oop + 4 cold lines (4 pages)", part_oop_cold4},
+        {"raw oop + 16 cold lines (16 pages)", part_oop_cold16},
     };
-    printf("# coll_cost_probe parts: 8-byte in-place broadcast, 1 rank, 20000 calls, median of 7 (us per call)\n");
+    g_cold = calloc(COLD_BYTES, 1);
+    if (g_cold == NULL) DIE("out of memory for the cold buffer");
+    for (size_t i = 0; i < COLD_BYTES; i += 4096) g_cold[i] = 1; /* mapped */
+    printf("# coll_cost_probe parts: 8-byte broadcast, 1 rank, 20000 calls, median of 7 (us per call); in place "
+           "NCCL enqueues nothing, out of place (oop) it launches a kernel\n");
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-            printf("  %-40s %8.3f\n", rows[i].what, host_per_call(rows[i].fn, 20000) * 1e6);
+            printf("  %-44s %8.3f\n", rows[i].what, host_per_call(rows[i].fn, 20000) * 1e6);
+    free((void *)g_cold);
 }
 
 static int cmp(const void *a, const void *b) {

@@ -10,6 +10,7 @@
 #   DIR/recover.sh DIR/bin file|socket  survivors of dead ranks go on (hidet_nccl_comm_recover), fake nodes
 #   DIR/heal.sh DIR/bin file|socket     a killed rank restarted and taken back in (hidet_nccl_comm_heal), fake nodes
 #   DIR/heal_example.sh                 examples/cg_heal.c and cg_heal.py: a rank killed, healed, the answer bit for bit
+#   DIR/overhead_compare.sh B A [N]     library/raw time ratios of two builds' bin folders, alternating (issue 37)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=${1:-gpu_bundle}
@@ -85,6 +86,7 @@ cp tools/gpu/fake_nodes.sh "$dest/fake_nodes.sh"
 cp tools/gpu/heal_example.sh "$dest/heal_example.sh"
 cp tools/gpu/buffer_targets.sh "$dest/buffer_targets.sh"
 cp tools/gpu/check_buffer_targets.py "$dest/"
+cp tools/gpu/overhead_compare.sh tools/gpu/bench_ratios.py "$dest/"
 chmod +x "$dest/run.sh" "$dest/peer_death.sh" "$dest/two_nodes.sh" "$dest/fake_nodes.sh" "$dest/buffer_targets.sh" \
     "$dest/heal_example.sh"
 echo "bundle in $dest: $(ls "$dest/bin" | tr '\n' ' ')"
