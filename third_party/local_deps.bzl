@@ -12,6 +12,9 @@ Search orders (also in docs/building.md):
          <cuda>/include, /usr/include
   MPI:   $MPI_HOME, `mpicc --showme:incdirs/libdirs`, /usr/lib/x86_64-linux-gnu/openmpi
   CUnit: $CUNIT_HOME, /usr (Debian's libcunit1-dev)
+  Python.h (the Python package's extension, headers only): the include folder that sysconfig
+         names for $PYTHON_BIN_PATH, else for the python3 on PATH (Debian: python3-dev), then
+         /usr/include/python3.N, newest first; 3.10 or later (the stable ABI it builds on)
 """
 
 _MISSING_BZL = '''
@@ -257,5 +260,74 @@ cc_library(
 local_pmix_headers = repository_rule(
     implementation = _local_pmix_headers_impl,
     environ = ["PMIX_HOME", "PATH"],
+    local = True,
+)
+
+_PYTHON_INCLUDE = "import sysconfig; print(sysconfig.get_path('include'))"
+
+def _python_version(rctx, inc):
+    """(major, minor) that inc/patchlevel.h says, or None."""
+    patchlevel = rctx.path(inc + "/patchlevel.h")
+    if not patchlevel.exists:
+        return None
+    major, minor = None, None
+    for line in rctx.read(patchlevel).splitlines():
+        words = [w for w in line.replace("\t", " ").split(" ") if w]
+        if len(words) >= 3 and words[0] == "#define" and words[2].isdigit():
+            if words[1] == "PY_MAJOR_VERSION":
+                major = int(words[2])
+            elif words[1] == "PY_MINOR_VERSION":
+                minor = int(words[2])
+    return (major, minor) if major != None and minor != None else None
+
+def _minor_of(folder):
+    """11 of /usr/include/python3.11 (0 when there is no number)."""
+    minor = folder.split("python3.")[-1]
+    return int(minor) if minor.isdigit() else 0
+
+def _local_python_headers_impl(rctx):
+    """Python.h for bindings/python's extension (hidet_nccl/_calls.abi3.so). It is built on the
+    stable ABI of 3.10, so any CPython 3.10 or later headers do, and the one binary loads in
+    every later CPython; it links no libpython."""
+    candidates = []
+    py = rctx.os.environ.get("PYTHON_BIN_PATH") or rctx.which("python3")
+    if py:
+        r = rctx.execute([py, "-c", _PYTHON_INCLUDE])
+        if r.return_code == 0 and r.stdout.strip():
+            candidates.append(r.stdout.strip())
+    system = rctx.path("/usr/include")
+    if system.exists:
+        found = [str(d) for d in system.readdir() if d.basename.startswith("python3.")]
+        candidates += sorted(found, key = _minor_of, reverse = True)
+    searched = []
+    inc = None
+    for c in candidates:
+        version = _python_version(rctx, c)
+        if not rctx.path(c + "/Python.h").exists or version == None:
+            searched.append(c + "/Python.h")
+        elif version[0] != 3 or version[1] < 10:
+            searched.append("{}/Python.h (Python {}.{}: 3.10 or later needed)".format(c, version[0], version[1]))
+        else:
+            inc = c
+            break
+    if not inc:
+        _write_missing(rctx, ["python_headers"], "Python.h of CPython 3.10 or later (Debian: python3-dev)", searched,
+                       "PYTHON_BIN_PATH (a python3 whose headers are installed)")
+        return
+    rctx.symlink(inc, "include")
+    rctx.file("include_dir.txt", inc + "\n")
+    rctx.file("BUILD", """package(default_visibility = ["//visibility:public"])
+exports_files(["include_dir.txt"])
+# Found at {inc}. Headers only: an extension module links no libpython.
+cc_library(
+    name = "python_headers",
+    hdrs = glob(["include/**/*.h"]),
+    includes = ["include"],
+)
+""".format(inc = inc))
+
+local_python_headers = repository_rule(
+    implementation = _local_python_headers_impl,
+    environ = ["PYTHON_BIN_PATH", "PATH"],
     local = True,
 )

@@ -2,7 +2,10 @@
 messages, and what reaches NCCL from arrays with __cuda_array_interface__ and DLPack, through
 the recording stand-in for NCCL (tools/support/fake_nccl.c); and hostile or careless arguments
 (HostileArguments), refused before they reach C, where ctypes would wrap or cut them.
-    binding_test.py LIBHIDET_NCCL_SO LIBFAKE_NCCL_SO   (bindings/python on PYTHONPATH)"""
+    binding_test.py LIBHIDET_NCCL_SO LIBFAKE_NCCL_SO PATH   (bindings/python on PYTHONPATH)
+PATH is how the collectives reach C, "extension" (hidet_nccl/_calls, which must then be there)
+or "ctypes" (forced): run_binding_test.sh runs every case through each. CallPaths compares the
+two paths directly, whichever PATH is."""
 import contextlib
 import ctypes
 import json
@@ -15,10 +18,10 @@ import types
 import unittest
 from unittest import mock
 
-SO, FAKE = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2])
+SO, FAKE, PATH = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
 os.environ["HIDET_NCCL_SO"] = SO
 os.environ["HIDET_NCCL_LIBRARY"] = FAKE
-del sys.argv[1:3]
+del sys.argv[1:4]
 
 import hidet_nccl as hn  # noqa: E402
 
@@ -58,13 +61,19 @@ class DLPackArray:
 
 
 class Recorder:
-    """Stands in for the package's C functions (hidet_nccl._c): records each call, returns success."""
+    """Stands in for the package's C functions (hidet_nccl._c, and hidet_nccl._calls, through
+    which the collectives call): records each call, returns success."""
 
     def __init__(self):
         self.calls = []
 
     def __getattr__(self, name):
         return lambda *args: self.calls.append((name, args)) or 0
+
+
+def recording(seen):
+    """Every C call of the package goes to `seen` (a Recorder) within the block."""
+    return mock.patch.multiple(hn, _c=seen, _calls=seen)
 
 
 class TorchDtype:
@@ -218,13 +227,13 @@ class Binding(FakeNcclCase):
         """A bare wait() covers what a bare collective on a torch tensor queued: torch's current
         stream when torch is in use (it is looked for, never imported), else stream 0."""
         seen = Recorder()
-        with torch_stand_in(raw=lambda d: 0x5150), mock.patch.object(hn, "_c", seen):
+        with torch_stand_in(raw=lambda d: 0x5150), recording(seen):
             COMM.wait()
             COMM.barrier()
             COMM.wait(stream=0x77)
         self.assertEqual([args[1] for _, args in seen.calls], [0x5150, 0x5150, 0x77])
         seen.calls.clear()
-        with mock.patch.dict(sys.modules), mock.patch.object(hn, "_c", seen):
+        with mock.patch.dict(sys.modules), recording(seen):
             sys.modules.pop("torch", None)
             COMM.wait()
             self.assertNotIn("torch", sys.modules)
@@ -414,7 +423,7 @@ class TorchPath(FakeNcclCase):
         for label, raw, public, public_calls in cases:
             with self.subTest(label), torch_stand_in(raw=raw, public=public) as torch:
                 seen = Recorder()
-                with mock.patch.object(hn, "_c", seen):
+                with recording(seen):
                     for device in (0, 2, 2):
                         COMM.all_reduce(Tensor(0x1000, 4, device=device))
                     t = Tensor(0x1000, 4, device=2)
@@ -433,13 +442,13 @@ class TorchPath(FakeNcclCase):
                 raise a
             return a
         with torch_stand_in(raw=lambda d: 0x5150, public=public) as torch, \
-                mock.patch.object(hn, "_c", Recorder()):
+                recording(Recorder()):
             with self.assertRaisesRegex(RuntimeError, "initialization error"):
                 COMM.all_reduce(Tensor(0x1000, 4))
             COMM.all_reduce(Tensor(0x1000, 4))
             COMM.all_reduce(Tensor(0x1000, 4))
             self.assertEqual(len(torch.public_asked), 2)  # the failure, then the choice
-            self.assertEqual(hn._c.calls[-1][1][-1], 0x5150)
+            self.assertEqual(hn._calls.calls[-1][1][-1], 0x5150)
 
     def test_refused(self):
         """Bad tensors are refused, each call (a refused dtype is not remembered as a good one),
@@ -621,7 +630,197 @@ class HostileArguments(FakeNcclCase):
             self.assertTrue(hn.trace_dump(d.encode()).startswith(d))  # bytes paths, as open() takes them
 
 
+class CallPaths(FakeNcclCase):
+    """The collectives' two ways into C (hidet_nccl._lib.calls): the extension module
+    (hidet_nccl/_calls, bindings/python/calls.c) and ctypes. The same arguments reach NCCL
+    through both; what ctypes would wrap, cut or take for a pointer (2**32 as comm_id 0, -1 as a
+    count of 2**64-1, a str as a pointer) the extension refuses, naming the argument, in
+    _check.py's words for an int; bool, float, str and None (None but for a pointer) are
+    TypeErrors, not ctypes' ArgumentError. Nothing refused reaches NCCL; nothing crashes."""
+
+    def setUp(self):
+        super().setUp()
+        if hn._lib.extension is None:
+            self.skipTest(hn._lib.extension_missing)  # only in a run of PATH ctypes without the module
+        self.ext, self.lib = hn._lib.extension, hn._lib.load()
+        hn._lib.calls.bind("extension")  # binds the module (the choice of PATH is restored below)
+
+    def tearDown(self):
+        hn._lib.calls.bind(PATH)
+
+    def test_the_path_of_this_run(self):
+        hn._lib.calls.bind(PATH)
+        self.assertEqual(hn.call_path(), PATH)
+        source = self.ext if PATH == "extension" else self.lib
+        for name in hn._lib.CALLS:
+            self.assertIs(getattr(hn._calls, name), getattr(source, name), name)
+        x = CudaArray(0x1000, (4,), "<f4")
+        COMM.all_reduce(x)
+        self.only("ncclAllReduce")
+
+    def test_same_arguments_reach_nccl(self):
+        cases = (
+            ("hidet_nccl_all_reduce", (COMM.id, 0x1000, 0x2000, 4, 12, 2, 0x77)),
+            ("hidet_nccl_broadcast", (COMM.id, 0x1000, 0x1000, 5, 3, 2, 0x77)),
+            ("hidet_nccl_reduce", (COMM.id, 0x1000, 0x2000, 6, 13, 3, 0, 0x77)),
+            ("hidet_nccl_all_gather", (COMM.id, 0x1000, 0x2000, 2, 12, 0x77)),
+            ("hidet_nccl_reduce_scatter", (COMM.id, 0x2000, 0x1000, 2, 12, 0, 0x77)),
+            ("hidet_nccl_all_to_all", (COMM.id, 0x1000, 0x2000, 2, 12, 0x77)),
+            ("hidet_nccl_gather", (COMM.id, 0x1000, None, 2, 12, 0, 0x77)),  # None: NULL, off root
+            ("hidet_nccl_scatter", (COMM.id, None, 0x1000, 2, 12, 0, 0x77)),
+        )
+
+        def logged():
+            return [(c.fn, c.send, c.recv, c.count, c.type, c.op, c.rank) for c in calls()]
+        for name, args in cases:
+            with self.subTest(name):
+                FAKE_LIB.fake_nccl_clear()
+                self.assertEqual(getattr(self.lib, name)(*args), 0)
+                through_ctypes = logged()
+                FAKE_LIB.fake_nccl_clear()
+                self.assertEqual(getattr(self.ext, name)(*args), 0)
+                self.assertEqual(logged(), through_ctypes)
+                self.assertNotEqual(through_ctypes, [])
+        FAKE_LIB.fake_nccl_clear()
+        for fn in (self.lib, self.ext):  # a group of a send and a receive, each way
+            self.assertEqual([fn.hidet_nccl_group_start(), fn.hidet_nccl_send(COMM.id, 0x1000, 4, 4, 2, 0),
+                              fn.hidet_nccl_recv(COMM.id, 0x2000, 4, 4, 0, 0), fn.hidet_nccl_group_end()], [0] * 4)
+        names = [c.fn.decode() for c in calls()]
+        self.assertEqual(names, ["ncclGroupStart", "ncclSend", "ncclRecv", "ncclGroupEnd"] * 2)
+
+    def test_statuses_and_messages(self):
+        """A failure is the library's status and message either way (what check() raises)."""
+        said = []
+        for fn in (self.lib, self.ext):
+            self.assertEqual(fn.hidet_nccl_all_reduce(12345, 0x1000, 0x1000, 4, 12, 0, 0), 2)
+            self.assertIn("communicator id 12345", self.lib.hidet_nccl_last_error().decode())
+            self.assertEqual(fn.hidet_nccl_all_reduce(COMM.id, 0x1000, 0x1000, 4, 99, 0, 0), 1)  # no dtype 99
+            self.assertIn("99", self.lib.hidet_nccl_last_error().decode())
+            self.assertEqual(fn.hidet_nccl_barrier(COMM.id, 0x77), 6)  # its device buffer: CUDA, no GPU here
+            said.append(self.lib.hidet_nccl_last_error().decode())
+        self.assertEqual(said[0], said[1])
+        self.assertEqual(calls(), [])
+
+    def ext_refuses(self, error, name, args, words, ctypes_does):
+        """The extension's function `name` refuses args with `error` whose message holds words;
+        ctypes' function of the name does what ctypes_does says: "wraps" (the call reaches C,
+        with another value, or more arguments) or the exception it raises (ctypes.ArgumentError,
+        TypeError). Nothing reaches NCCL."""
+        with self.subTest(name=name, args=args):
+            FAKE_LIB.fake_nccl_clear()
+            with self.assertRaises(Exception) as e:
+                getattr(self.ext, name)(*args)
+            self.assertIs(type(e.exception), error, e.exception)
+            for word in words:
+                self.assertIn(str(word), str(e.exception))
+            self.assertEqual(calls(), [])
+            if ctypes_does != "wraps":
+                with self.assertRaises(ctypes_does):
+                    getattr(self.lib, name)(*args)
+            else:
+                self.assertIsInstance(getattr(self.lib, name)(*args), int)  # reached C, wrapped or cut
+
+    def test_what_ctypes_would_wrap_the_extension_refuses(self):
+        c = COMM.id
+        int_range, size_range = "(-2147483648 .. 2147483647)", "(0 .. 18446744073709551615)"
+        for v in (2 ** 32 + c, -2 ** 31 - 1):  # ctypes: comm_id c (or 2**31-1), wrapped
+            self.ext_refuses(OverflowError, "hidet_nccl_all_reduce", (v, 0x1000, 0x1000, 4, 12, 0, 0),
+                             ["hidet_nccl: comm_id %d does not fit a C int %s" % (v, int_range)], "wraps")
+        self.ext_refuses(OverflowError, "hidet_nccl_broadcast", (c, 0x1000, 0x1000, 4, 12, 2 ** 32 + 2, 0),
+                         ["root", 2 ** 32 + 2, "a C int"], "wraps")
+        self.ext_refuses(OverflowError, "hidet_nccl_send", (c, 0x1000, 4, 12, 2 ** 32 + 2, 0),
+                         ["peer", 2 ** 32 + 2], "wraps")
+        self.ext_refuses(OverflowError, "hidet_nccl_reduce", (c, 0x1000, 0x1000, 4, 12, 2 ** 32, 0, 0),
+                         ["op", 2 ** 32], "wraps")
+        self.ext_refuses(OverflowError, "hidet_nccl_all_gather", (c, 0x1000, 0x2000, 2, 2 ** 32 + 12, 0),
+                         ["dtype", 2 ** 32 + 12], "wraps")
+        for v in (-1, 2 ** 64, 2 ** 70):  # ctypes: SIZE_MAX, 0, 0
+            self.ext_refuses(OverflowError, "hidet_nccl_all_reduce", (c, 0x1000, 0x1000, v, 12, 0, 0),
+                             ["hidet_nccl: count %d does not fit size_t %s" % (v, size_range)], "wraps")
+        self.ext_refuses(OverflowError, "hidet_nccl_reduce_scatter", (c, 0x2000, 0x1000, -2, 12, 0, 0),
+                         ["recvcount", -2], "wraps")
+        for v in (-4096, 2 ** 64 + 0x1000):  # ctypes: 0xfffffffffffff000, 0x1000
+            self.ext_refuses(OverflowError, "hidet_nccl_all_reduce", (c, v, 0x1000, 4, 12, 0, 0),
+                             ["hidet_nccl: sendbuff %d does not fit a pointer %s" % (v, size_range)],
+                             "wraps")
+        self.ext_refuses(OverflowError, "hidet_nccl_recv", (c, 0x1000, 4, 12, 0, -1), ["stream", -1], "wraps")
+
+    def test_what_is_not_an_integer(self):
+        c = COMM.id
+        for v, shown in ((1.5, "float 1.5"), ("2", "str '2'"), (None, "NoneType None"), (b"2", "bytes b'2'")):
+            self.ext_refuses(TypeError, "hidet_nccl_all_reduce", (v, 0x1000, 0x1000, 4, 12, 0, 0),
+                             ["hidet_nccl: comm_id must be an integer, not " + shown], ctypes.ArgumentError)
+            self.ext_refuses(TypeError, "hidet_nccl_broadcast", (c, 0x1000, 0x1000, v, 12, 0, 0),
+                             ["count must be an integer, not " + shown], ctypes.ArgumentError)
+        # bool: ctypes takes True as 1, _check.py refuses it (a slip, not a rank)
+        self.ext_refuses(TypeError, "hidet_nccl_broadcast", (c, 0x1000, 0x1000, 4, 12, True, 0),
+                         ["hidet_nccl: root must be an integer, not bool True"], "wraps")
+        # a pointer: an int or None; ctypes takes a str (its characters' address) or bytes as one
+        for v, shown, ctypes_does in ((1.5, "float 1.5", ctypes.ArgumentError), ("x", "str 'x'", "wraps"),
+                                      (b"x", "bytes b'x'", "wraps"), (False, "bool False", "wraps")):
+            self.ext_refuses(TypeError, "hidet_nccl_all_reduce", (c, 0x1000, v, 4, 12, 0, 0),
+                             ["hidet_nccl: recvbuff must be an integer or None, not " + shown], ctypes_does)
+        self.ext_refuses(TypeError, "hidet_nccl_barrier", (c, [0x77]), ["stream", "list [119]"], ctypes.ArgumentError)
+        # the argument count: too few, as ctypes; too many, which ctypes passes on as C varargs
+        for args, ctypes_does in (((c,), TypeError), ((c, 0x1000, 0x1000, 4, 12, 0, 0, 0), "wraps")):
+            self.ext_refuses(TypeError, "hidet_nccl_all_reduce", args, ["hidet_nccl_all_reduce() takes 7 arguments",
+                                                                       "(%d given)" % len(args)], ctypes_does)
+
+    def test_messages_are_check_pys(self):
+        """For an int argument the extension says what _check.c_int says (the same words)."""
+        for v in (2 ** 32 + 2, 1.5, True, "1", Index(2 ** 40)):
+            with self.subTest(v=v):
+                with self.assertRaises((TypeError, OverflowError)) as python:
+                    hn._check.c_int("root", v)
+                with self.assertRaises(type(python.exception)) as ext:
+                    self.ext.hidet_nccl_broadcast(COMM.id, 0x1000, 0x1000, 4, 12, v, 0)
+                self.assertEqual(str(ext.exception), str(python.exception))
+        with self.assertRaises(OverflowError) as python:
+            hn._check.size("count", -1)
+        with self.assertRaises(OverflowError) as ext:
+            self.ext.hidet_nccl_broadcast(COMM.id, 0x1000, 0x1000, -1, 12, 0, 0)
+        self.assertEqual(str(ext.exception), str(python.exception))
+
+    def test_integers_that_are_not_ints(self):
+        """__index__ (numpy's, torch's integers) is taken, as _check.py and ctypes take it; an
+        __index__ that raises its own error is not hidden."""
+        self.assertEqual(self.ext.hidet_nccl_broadcast(Index(COMM.id), Index(0x1000), 0x1000, Index(4), 12,
+                                                       Index(2), Index(0x77)), 0)
+        c = self.only("ncclBroadcast")
+        self.assertEqual((c.send, c.count, c.rank), (0x1000, 4, 2))
+        FAKE_LIB.fake_nccl_clear()
+
+        class Broken:
+            def __index__(self):
+                raise ZeroDivisionError("broken __index__")
+        with self.assertRaisesRegex(ZeroDivisionError, "broken __index__"):
+            self.ext.hidet_nccl_broadcast(COMM.id, 0x1000, 0x1000, 4, 12, Broken(), 0)
+        self.assertEqual(calls(), [])
+
+    def test_bind(self):
+        """bind() takes every function's address or none: a missing or bad one changes nothing."""
+        addresses = {name: ctypes.cast(getattr(self.lib, name), ctypes.c_void_p).value for name in hn._lib.CALLS}
+        for bad, error in (({}, ValueError), (dict(addresses, hidet_nccl_send=None), ValueError),
+                           (dict(addresses, hidet_nccl_recv=-1), OverflowError), (list(addresses), TypeError)):
+            with self.subTest(bad=type(bad).__name__), self.assertRaises(error):
+                self.ext.bind(bad)
+        self.ext.bind(addresses)
+        COMM.all_reduce(CudaArray(0x1000, (4,), "<f4"))
+        self.only("ncclAllReduce")
+
+    def test_repeat_all_reduce(self):
+        """The benchmarks' C loop: n calls, or up to the first failure, whose status it returns."""
+        self.assertEqual(self.ext.repeat_all_reduce(3, COMM.id, 0x1000, 0x1000, 4, 12, 0, 0), 0)
+        self.assertEqual([c.fn.decode() for c in calls()], ["ncclAllReduce"] * 3)
+        FAKE_LIB.fake_nccl_clear()
+        self.assertEqual(self.ext.repeat_all_reduce(3, 12345, 0x1000, 0x1000, 4, 12, 0, 0), 2)
+        self.assertEqual(calls(), [])
+        with self.assertRaises(OverflowError):
+            self.ext.repeat_all_reduce(-1, COMM.id, 0x1000, 0x1000, 4, 12, 0, 0)
+
+
 if __name__ == "__main__":
+    hn._lib.calls.bind(PATH)  # "extension" fails here when the module is missing
     FAKE_LIB = ctypes.CDLL(FAKE)
     FAKE_LIB.fake_nccl_log.restype = ctypes.POINTER(FakeCall)
     FAKE_COMM = FakeComm(4, 1)

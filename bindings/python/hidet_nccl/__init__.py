@@ -5,8 +5,9 @@
     comm.all_reduce(tensor)                # in place, on torch's current stream
     comm.all_gather(part, out=whole)
 
-Pure Python over libhidet_nccl.so (ctypes); every failure raises HidetNcclError with the C
-library's message. The guide: docs/python.md.
+Python over libhidet_nccl.so (ctypes), the collectives called through the package's small
+extension module where it is there (call_path() says which); every failure raises
+HidetNcclError with the C library's message. The guide: docs/python.md.
 """
 import contextlib
 import ctypes
@@ -16,6 +17,7 @@ import sys
 from . import _arrays, _check
 from ._arrays import DTYPES, NAMES, OPS, array as _array, dtype_from_dlpack, dtype_from_torch, dtype_from_typestr
 from ._lib import HidetNcclError, call, check, load
+from ._lib import calls as _calls
 from ._lib import functions as _c
 
 __version__ = "0.1.0"
@@ -26,7 +28,7 @@ __all__ = [
     "HidetNcclError", "Communicator", "Op", "init", "init_mpi", "adopt", "group", "finalize", "nccl_version",
     "nccl_path", "set_tag", "trace_dump", "SHRINK_DEFAULT", "SHRINK_ABORT", "REGISTER_AUTO", "REGISTER_BUFFER",
     "REGISTER_WINDOW", "REGISTER_OWN", "mem_free", "dtype_of", "dtype_from_torch", "dtype_from_typestr",
-    "dtype_from_dlpack", "DTYPES", "OPS", "__version__",
+    "dtype_from_dlpack", "DTYPES", "OPS", "call_path", "__version__",
 ]
 
 
@@ -47,6 +49,14 @@ def nccl_path():
     path = ctypes.c_char_p()
     call("hidet_nccl_library_path", ctypes.byref(path))
     return os.fsdecode(path.value)
+
+
+def call_path():
+    """How the collectives reach the C library: "extension" (the package's compiled module
+    hidet_nccl/_calls, CPython 3.10 and later) or "ctypes" (where it is not there; why:
+    hidet_nccl._lib.extension_missing). The same calls and checks either way; the extension
+    costs a fraction of ctypes' time per call."""
+    return _calls.path
 
 
 def dtype_of(array):
@@ -107,11 +117,11 @@ def trace_dump(directory=None):
 @contextlib.contextmanager
 def group():
     """Collectives (sends and receives of a halo exchange, ...) launched together."""
-    call("hidet_nccl_group_start")
+    check(_calls.hidet_nccl_group_start())
     try:
         yield
     finally:
-        call("hidet_nccl_group_end")
+        check(_calls.hidet_nccl_group_end())
 
 
 def _op_code(op):
@@ -280,13 +290,17 @@ class Communicator:
     # Each buffer is read once per call by _arrays.array: (pointer, count, dtype code, stream,
     # hold); the first buffer's stream (stream= as given, else its framework's) is the call's.
     # `hold` and `out_hold` keep what the C call reads alive until it returns (a DLPack
-    # capsule). The C functions are looked up once (_c); every argument is checked as before.
+    # capsule). The C functions are _calls' (the extension's, else ctypes'), each a plain
+    # attribute; a status that is not success raises (check). Every argument is checked as
+    # before, and the extension checks each again as it converts it.
 
     def all_reduce(self, tensor, out=None, op="sum", stream=None):
         """out = op over ranks of tensor (out None: in place)."""
         ptr, count, code, s, hold = _array(tensor, stream, "tensor")
         out_ptr, out_hold = (ptr, None) if out is None else _same(out, s, count, code, "out")
-        check(_c.hidet_nccl_all_reduce(self.id, ptr, out_ptr, count, code, _op_code(op), s))
+        status = _calls.hidet_nccl_all_reduce(self.id, ptr, out_ptr, count, code, _op_code(op), s)
+        if status:
+            check(status)
 
     def all_reduce_route(self, tensor, out=None, op="sum"):
         """How all_reduce(tensor, out, op) would run on this rank, in words: "own one-shot",
@@ -303,25 +317,34 @@ class Communicator:
         """out on every rank = tensor of root (out None: in place)."""
         ptr, count, code, s, hold = _array(tensor, stream, "tensor")
         out_ptr, out_hold = (ptr, None) if out is None else _same(out, s, count, code, "out")
-        check(_c.hidet_nccl_broadcast(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s))
+        status = _calls.hidet_nccl_broadcast(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s)
+        if status:
+            check(status)
 
     def reduce(self, tensor, root=0, out=None, op="sum", stream=None):
         """out on root = op over ranks of tensor (out None: in place; unused elsewhere)."""
         ptr, count, code, s, hold = _array(tensor, stream, "tensor")
         out_ptr, out_hold = (ptr, None) if out is None else _same(out, s, count, code, "out")
-        check(_c.hidet_nccl_reduce(self.id, ptr, out_ptr, count, code, _op_code(op), _check.c_int("root", root), s))
+        status = _calls.hidet_nccl_reduce(self.id, ptr, out_ptr, count, code, _op_code(op), _check.c_int("root", root),
+                                          s)
+        if status:
+            check(status)
 
     def all_gather(self, tensor, out, stream=None):
         """out (size times tensor's elements) = every rank's tensor, in rank order."""
         ptr, count, code, s, hold = _array(tensor, stream, "tensor")
         out_ptr, out_hold = self._blocks(out, s, count, code, "out")
-        check(_c.hidet_nccl_all_gather(self.id, ptr, out_ptr, count, code, s))
+        status = _calls.hidet_nccl_all_gather(self.id, ptr, out_ptr, count, code, s)
+        if status:
+            check(status)
 
     def reduce_scatter(self, tensor, out, op="sum", stream=None):
         """out on rank r = op over ranks of block r of tensor (size times out's elements)."""
         out_ptr, count, code, s, out_hold = _array(out, stream, "out")
         ptr, hold = self._blocks(tensor, s, count, code, "tensor")
-        check(_c.hidet_nccl_reduce_scatter(self.id, ptr, out_ptr, count, code, _op_code(op), s))
+        status = _calls.hidet_nccl_reduce_scatter(self.id, ptr, out_ptr, count, code, _op_code(op), s)
+        if status:
+            check(status)
 
     def all_to_all(self, tensor, out, stream=None):
         """Block j of tensor to rank j, landing as block r (the sender) of out."""
@@ -330,31 +353,43 @@ class Communicator:
         size = self.size
         if count % size:
             raise ValueError("hidet_nccl: all_to_all of %d elements over %d ranks: not whole blocks" % (count, size))
-        check(_c.hidet_nccl_all_to_all(self.id, ptr, out_ptr, count // size, code, s))
+        status = _calls.hidet_nccl_all_to_all(self.id, ptr, out_ptr, count // size, code, s)
+        if status:
+            check(status)
 
     def gather(self, tensor, out=None, root=0, stream=None):
         """out on root (size times tensor's elements) = every rank's tensor, in rank order."""
         ptr, count, code, s, hold = _array(tensor, stream, "tensor")
         out_ptr, out_hold = (None, None) if out is None else self._blocks(out, s, count, code, "out")
-        check(_c.hidet_nccl_gather(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s))
+        status = _calls.hidet_nccl_gather(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s)
+        if status:
+            check(status)
 
     def scatter(self, tensor, out, root=0, stream=None):
         """out on rank r = block r of root's tensor (size times out's elements; None elsewhere)."""
         out_ptr, count, code, s, out_hold = _array(out, stream, "out")
         ptr, hold = (None, None) if tensor is None else self._blocks(tensor, s, count, code, "tensor")
-        check(_c.hidet_nccl_scatter(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s))
+        status = _calls.hidet_nccl_scatter(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s)
+        if status:
+            check(status)
 
     def send(self, tensor, peer, stream=None):
         ptr, count, code, s, hold = _array(tensor, stream, "tensor")
-        check(_c.hidet_nccl_send(self.id, ptr, count, code, _check.c_int("peer", peer), s))
+        status = _calls.hidet_nccl_send(self.id, ptr, count, code, _check.c_int("peer", peer), s)
+        if status:
+            check(status)
 
     def recv(self, tensor, peer, stream=None):
         ptr, count, code, s, hold = _array(tensor, stream, "tensor")
-        check(_c.hidet_nccl_recv(self.id, ptr, count, code, _check.c_int("peer", peer), s))
+        status = _calls.hidet_nccl_recv(self.id, ptr, count, code, _check.c_int("peer", peer), s)
+        if status:
+            check(status)
 
     def barrier(self, stream=None):
         """Stream-ordered: work queued after it starts once every rank has reached it."""
-        check(_c.hidet_nccl_barrier(self.id, _default_stream(stream)))
+        status = _calls.hidet_nccl_barrier(self.id, _default_stream(stream))
+        if status:
+            check(status)
 
     def premul_sum(self, dtype, scalar):
         """A scaled sum for `dtype` (a hidet name, or an array whose dtype to take): scalar is a

@@ -1,6 +1,9 @@
-"""Finding and loading libhidet_nccl.so, its C declarations, and turning statuses into exceptions."""
+"""Finding and loading libhidet_nccl.so, its C declarations, the collectives' calls (through the
+package's extension module where it is there, else through ctypes), and turning statuses into
+exceptions."""
 import ctypes
 import os
+import sys
 
 _c_int_p = ctypes.POINTER(ctypes.c_int)
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -186,6 +189,78 @@ class _Functions:
 
 
 functions = _Functions()
+
+
+# ---- the collectives' calls
+# The C functions a collective call makes, called through the extension module hidet_nccl/_calls
+# (bindings/python/calls.c: CPython 3.10 and later, stable ABI) where it is there: the same
+# arguments and status as the ctypes function of the name, each argument checked as _check.py
+# checks one (never wrapped), the GIL released around the call as ctypes releases it, for a
+# fraction of ctypes' cost per call (docs/python.md). Where it is not (a source install, another
+# Python), the ctypes functions, as before.
+CALLS = (
+    "hidet_nccl_group_start", "hidet_nccl_group_end", "hidet_nccl_all_reduce", "hidet_nccl_broadcast",
+    "hidet_nccl_reduce", "hidet_nccl_all_gather", "hidet_nccl_reduce_scatter", "hidet_nccl_all_to_all",
+    "hidet_nccl_gather", "hidet_nccl_scatter", "hidet_nccl_send", "hidet_nccl_recv", "hidet_nccl_barrier",
+)
+_CALLS_API = 1  # calls.c's CALLS_API: the functions and arguments this package expects of it
+
+
+def _import_extension():
+    """(the extension module, None), or (None, why it is not used)."""
+    if sys.implementation.name != "cpython" or sys.version_info < (3, 10):
+        return None, "the extension is for CPython 3.10 or later, not %s %d.%d" % (
+            sys.implementation.name, sys.version_info[0], sys.version_info[1])
+    try:
+        from . import _calls
+    except ImportError as e:
+        return None, "no extension module hidet_nccl/_calls (%s)" % e
+    if getattr(_calls, "API", None) != _CALLS_API or not set(CALLS) <= set(getattr(_calls, "FUNCTIONS", ())):
+        return None, "%s is of another version (API %r; this package's is %d)" % (
+            getattr(_calls, "__file__", "hidet_nccl._calls"), getattr(_calls, "API", None), _CALLS_API)
+    return _calls, None
+
+
+extension, extension_missing = _import_extension()
+
+
+class _Calls:
+    """The functions of CALLS as attributes (calls.hidet_nccl_all_reduce(...) -> status), through
+    `path`: "extension" (the module `extension`) when it imported, else "ctypes". The first use
+    of any loads the library (load(), as functions.NAME does) and binds them all; after that each
+    is a plain attribute of this object (read as fast as Python reads one). bind("ctypes") or
+    bind("extension") chooses again (the tests run both)."""
+
+    def __init__(self):
+        self.path = "ctypes" if extension is None else "extension"
+        for name in CALLS:
+            setattr(self, name, self._first_use(name))
+
+    def _first_use(self, name):
+        def first(*args):
+            self.bind(self.path)
+            return getattr(self, name)(*args)
+        first.__name__ = name
+        return first
+
+    def bind(self, path):
+        lib = load()
+        if path == "extension":
+            if extension is None:
+                raise HidetNcclError(3, "hidet_nccl: " + extension_missing)
+            # The addresses of the functions in the copy ctypes loaded: one library, one registry.
+            extension.bind({name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in CALLS})
+            source = extension
+        elif path == "ctypes":
+            source = lib
+        else:
+            raise ValueError("hidet_nccl: a call path is 'extension' or 'ctypes', not %r" % (path,))
+        for name in CALLS:
+            setattr(self, name, getattr(source, name))
+        self.path = path
+
+
+calls = _Calls()
 
 
 def check(status):
