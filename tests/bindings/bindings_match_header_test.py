@@ -16,11 +16,16 @@ checks, by the mapping rules of python_choices and fortran_choices below (one ta
   * the Fortran bind(c) types have the fields of the C structs they mirror, and the Fortran
     parameters, Python's DTYPES/OPS/STATUS_NAMES and the package's constants have the
     header's values;
+  * the Python package's extension module (bindings/python/calls.c, the collectives' calls)
+    has a signature for each function of the package's CALLS, whose letters (i: int or enum,
+    s: size_t, p: a pointer or handle) and argument names are the header's, and each call in
+    its invoke() reads the union member of each argument's letter (the compiler checks the
+    function types against the header, not which member a call reads);
   * the checks catch drift: a header copy with an argument added, a type changed, a function
     added or removed, a struct field or enum value changed, and bindings edited the same ways
-    each make the check fail (test_drift_is_caught).
+    each make the check fail (test_drift_is_caught, test_extension_drift_is_caught).
 
-    bindings_match_header_test.py HEADER.h... PACKAGE/__init__.py MODULE.f90
+    bindings_match_header_test.py HEADER.h... PACKAGE/__init__.py MODULE.f90 CALLS.c
 """
 import importlib
 import os
@@ -327,6 +332,50 @@ def python_constant_problems(api, package):
     return problems
 
 
+# ------------------------------------------------------------------ the extension's signatures
+
+EXTENSION_LETTERS = {"int": "i", "size_t": "s", "handle": "p"}  # and any pointer: p
+
+
+def extension_signatures(text):
+    """calls.c's signature table: {C name: (letters, [argument names])}, and its invoke()'s
+    calls: {C name: letters read} (a[k].i -> i, .s -> s, .p -> p), through the enum names."""
+    table, enum_of = {}, {}
+    for m in re.finditer(r'\[(\w+)\] = \{"(hidet_nccl_\w+)", "(\w*)", \{([^}]*)\}\}', text):
+        enum_of[m.group(1)] = m.group(2)
+        table[m.group(2)] = (m.group(3), re.findall(r'"(\w+)"', m.group(4)))
+    body = re.search(r"static hidet_nccl_status_t invoke\(.*?\n\}\n", text, re.S).group(0)
+    reads = {}
+    for m in re.finditer(r"((?:case \w+:\s*)+)return \(\(\w+ \*\)f\)\(([^;]*)\);", body):
+        letters = "".join(re.findall(r"a\[\d+\]\.([isp])", m.group(2)))
+        for case in re.findall(r"case (\w+):", m.group(1)):
+            reads[enum_of.get(case, case)] = letters
+    return table, reads
+
+
+def extension_problems(api, calls, text):
+    """Where calls.c's signatures disagree with the headers or the package's CALLS, one line each."""
+    table, reads = extension_signatures(text)
+    problems = []
+    for name in sorted(set(calls) ^ set(table)):
+        problems.append("calls.c: %s is %s" % (name, "in CALLS but has no signature" if name in calls
+                                                else "in the signatures but not in the package's CALLS"))
+    for name in sorted(set(calls) & set(table)):
+        f = api.functions.get(name)
+        letters, names = table[name]
+        if f is None:
+            problems.append("calls.c: %s is not in the headers" % name)
+            continue
+        want = "".join("p" if api.kind(t).depth else EXTENSION_LETTERS.get(api.kind(t).kind, "?") for t, _ in f.args)
+        if letters != want or names != [a for _, a in f.args]:
+            problems.append("calls.c: %s is %r %s, the header's %r %s" % (name, letters, names, want,
+                                                                          [a for _, a in f.args]))
+        if reads.get(name) != letters:
+            problems.append("calls.c: invoke() calls %s reading %r, its signature is %r" % (name, reads.get(name),
+                                                                                            letters))
+    return problems
+
+
 # ------------------------------------------------------------------ MAPPING: C -> Fortran
 
 F_SCALARS = {"int": "integer(c_int)", "size_t": "integer(c_size_t)", "double": "real(c_double)",
@@ -531,17 +580,20 @@ def _args():
     headers = [a for a in sys.argv[1:] if a.endswith(".h")]
     package = [a for a in sys.argv[1:] if a.endswith("__init__.py")]
     fortran = [a for a in sys.argv[1:] if a.endswith(".f90")]
-    if not headers or len(package) != 1 or len(fortran) != 1:
+    extension = [a for a in sys.argv[1:] if a.endswith(".c")]
+    if not headers or len(package) != 1 or len(fortran) != 1 or len(extension) != 1:
         sys.exit(__doc__.rsplit("\n\n", 1)[-1])
-    return headers, package[0], fortran[0]
+    return headers, package[0], fortran[0], extension[0]
 
 
-HEADERS, PACKAGE_INIT, FORTRAN = _args()
+HEADERS, PACKAGE_INIT, FORTRAN, EXTENSION = _args()
 del sys.argv[1:]
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(PACKAGE_INIT))))
 package = importlib.import_module("hidet_nccl")
 with open(FORTRAN) as _f:
     FORTRAN_TEXT = _f.read()
+with open(EXTENSION) as _f:
+    EXTENSION_TEXT = _f.read()
 
 
 class BindingsMatchHeaderTest(unittest.TestCase):
@@ -563,6 +615,47 @@ class BindingsMatchHeaderTest(unittest.TestCase):
         problems = python_problems(self.api, package._lib._PROTOTYPES, package._lib._MPI_PROTOTYPES)
         problems += python_constant_problems(self.api, package)
         self.assertEqual(problems, [], "\n" + "\n".join(problems))
+
+    def test_extension_matches_header(self):
+        problems = extension_problems(self.api, package._lib.CALLS, EXTENSION_TEXT)
+        self.assertEqual(problems, [], "\n" + "\n".join(problems))
+        table, reads = extension_signatures(EXTENSION_TEXT)  # the table was read whole
+        self.assertEqual(len(table), len(package._lib.CALLS))
+        self.assertEqual(set(reads), set(table))
+
+    def test_extension_drift_is_caught(self):
+        """A collective of the header retyped, or calls.c's table, invoke() or CALLS edited."""
+        def problems(headers=None, text=EXTENSION_TEXT, calls=package._lib.CALLS):
+            with tempfile.TemporaryDirectory() as tmp:
+                paths = []
+                for h in HEADERS:
+                    with open(h) as f:
+                        header = f.read()
+                    for old, new in (headers or {}).items():
+                        header = header.replace(old, new)
+                    paths.append(os.path.join(tmp, os.path.basename(h)))
+                    with open(paths[-1], "w") as f:
+                        f.write(header)
+                return extension_problems(Api(paths), calls, text)
+        self.assertEqual(problems(), [])
+        send = "hidet_nccl_send(int comm_id, const void *sendbuff, size_t count"
+        edits = [
+            ({send: send.replace("size_t count", "int count")}, EXTENSION_TEXT, "hidet_nccl_send"),
+            ({send: send.replace("comm_id", "comm")}, EXTENSION_TEXT, "hidet_nccl_send"),
+            (None, EXTENSION_TEXT.replace('"ipsiip", {"comm_id", "recvbuff"', '"ipiiip", {"comm_id", "recvbuff"'),
+             "hidet_nccl_recv"),
+            (None, EXTENSION_TEXT.replace("(a[0].i, a[1].p, a[2].s, a[3].i, a[4].i, a[5].p);\n    case RECV",
+                                          "(a[0].i, a[1].p, a[2].i, a[3].i, a[4].i, a[5].p);\n    case RECV"),
+             "hidet_nccl_send"),
+            (None, EXTENSION_TEXT.replace("    case BARRIER:\n", ""), "hidet_nccl_barrier"),
+        ]
+        for headers, text, named in edits:
+            with self.subTest(named=named, header=headers):
+                self.assertNotEqual((headers, text), (None, EXTENSION_TEXT))
+                found = problems(headers, text)
+                self.assertTrue(any(named in p for p in found), found)
+        found = problems(calls=package._lib.CALLS + ("hidet_nccl_comm_check",))
+        self.assertTrue(any("hidet_nccl_comm_check" in p for p in found), found)
 
     def test_fortran_matches_header(self):
         problems = fortran_problems(self.api, FortranModule(FORTRAN_TEXT))
