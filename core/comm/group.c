@@ -7,15 +7,13 @@
 #include "core/comm/registry_int.h"
 #include "core/comm/wait_int.h"
 
-/* The group depth lives in the thread's block (hidet_nccl__thread.group_depth): every collective
- * reads it. */
+/* The group's depth, its tracked communicators and its splits live in the thread's block
+ * (hidet_nccl__thread.group_*, core/base/thread_int.h): every collective reads the depth. */
 #define INLINE_TRACKED 16
 
-/* The communicators used in the group: in the thread's own array, spilling to the heap past
- * INLINE_TRACKED (a group of a few calls allocates nothing). */
+/* The communicators used in the group: in this array of the thread's, spilling to the heap
+ * past INLINE_TRACKED (a group of a few calls allocates nothing). */
 static _Thread_local ncclComm_t t_inline[INLINE_TRACKED];
-static _Thread_local ncclComm_t *t_tracked;
-static _Thread_local int t_ntracked, t_captracked;
 
 /* Splits inside the group: NCCL writes each new communicator into *child when the group's
  * job runs, so child lives on the heap until group_end registers it under id (-1: NOCOLOR,
@@ -25,13 +23,12 @@ typedef struct pending_split {
     ncclComm_t *child;
     struct pending_split *next;
 } pending_split_t;
-static _Thread_local pending_split_t *t_splits;
 
 hidet_nccl_status_t hidet_nccl__group_add_split(int id, ncclComm_t *child) {
     pending_split_t *p = malloc(sizeof *p);
     if (p == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory recording a split");
-    *p = (pending_split_t){id, child, t_splits};
-    t_splits = p;
+    *p = (pending_split_t){id, child, hidet_nccl__thread.group_splits};
+    hidet_nccl__thread.group_splits = p;
     return HIDET_NCCL_SUCCESS;
 }
 
@@ -39,12 +36,12 @@ hidet_nccl_status_t hidet_nccl__group_add_split(int id, ncclComm_t *child) {
  * its id dead. */
 static hidet_nccl_status_t finish_splits(const hn_nccl_t *n, hidet_nccl_status_t st, double timeout) {
     int count = 0;
-    for (pending_split_t *p = t_splits; p; p = p->next) count++;
+    for (pending_split_t *p = hidet_nccl__thread.group_splits; p; p = p->next) count++;
     ncclComm_t *children = count ? calloc((size_t)count, sizeof *children) : NULL;
     if (count && children == NULL && st == HIDET_NCCL_SUCCESS)
         st = HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory finishing %d splits", count);
     int i = 0;
-    for (pending_split_t *p = t_splits; p; p = p->next, i++) {
+    for (pending_split_t *p = hidet_nccl__thread.group_splits; p; p = p->next, i++) {
         if (children) children[i] = *p->child;
         if (st == HIDET_NCCL_SUCCESS && *p->child == NULL && p->id >= 0)
             st = HN_FAIL(HIDET_NCCL_ERROR_NCCL, "ncclCommSplit gave no communicator for id %d", p->id);
@@ -52,7 +49,7 @@ static hidet_nccl_status_t finish_splits(const hn_nccl_t *n, hidet_nccl_status_t
     if (st == HIDET_NCCL_SUCCESS && count)
         st = hidet_nccl__await(n, children, count, timeout, 1, "the communicators split in the group");
     i = 0;
-    for (pending_split_t *p = t_splits, *next; p; p = next, i++) {
+    for (pending_split_t *p = hidet_nccl__thread.group_splits, *next; p; p = next, i++) {
         next = p->next;
         ncclComm_t c = *p->child;
         if (st != HIDET_NCCL_SUCCESS && c != NULL && children && children[i] != NULL) n->CommAbort(c);
@@ -62,28 +59,28 @@ static hidet_nccl_status_t finish_splits(const hn_nccl_t *n, hidet_nccl_status_t
         free(p->child);
         free(p);
     }
-    t_splits = NULL;
+    hidet_nccl__thread.group_splits = NULL;
     free(children);
     return st;
 }
 
 HN_HOT hidet_nccl_status_t hidet_nccl__group_track(ncclComm_t comm) {
-    if (t_tracked == NULL) {
-        t_tracked = t_inline;
-        t_captracked = INLINE_TRACKED;
+    if (hidet_nccl__thread.group_tracked == NULL) {
+        hidet_nccl__thread.group_tracked = t_inline;
+        hidet_nccl__thread.group_captracked = INLINE_TRACKED;
     }
-    for (int i = 0; i < t_ntracked; i++)
-        if (t_tracked[i] == comm) return HIDET_NCCL_SUCCESS;
-    if (t_ntracked == t_captracked) {
-        int cap = 2 * t_captracked;
+    for (int i = 0; i < hidet_nccl__thread.group_ntracked; i++)
+        if (hidet_nccl__thread.group_tracked[i] == comm) return HIDET_NCCL_SUCCESS;
+    if (hidet_nccl__thread.group_ntracked == hidet_nccl__thread.group_captracked) {
+        int cap = 2 * hidet_nccl__thread.group_captracked;
         ncclComm_t *p = malloc((size_t)cap * sizeof *p);
         if (p == NULL) return HN_FAIL(HIDET_NCCL_ERROR_SYSTEM, "out of memory tracking %d communicators", cap);
-        memcpy(p, t_tracked, (size_t)t_ntracked * sizeof *p);
-        if (t_tracked != t_inline) free(t_tracked);
-        t_tracked = p;
-        t_captracked = cap;
+        memcpy(p, hidet_nccl__thread.group_tracked, (size_t)hidet_nccl__thread.group_ntracked * sizeof *p);
+        if (hidet_nccl__thread.group_tracked != t_inline) free(hidet_nccl__thread.group_tracked);
+        hidet_nccl__thread.group_tracked = p;
+        hidet_nccl__thread.group_captracked = cap;
     }
-    t_tracked[t_ntracked++] = comm;
+    hidet_nccl__thread.group_tracked[hidet_nccl__thread.group_ntracked++] = comm;
     return HIDET_NCCL_SUCCESS;
 }
 
@@ -113,17 +110,17 @@ HN_HOT hidet_nccl_status_t hidet_nccl_group_end(void) {
     double timeout = 0; /* read below; finish_splits awaits only after a success */
     if (r != ncclSuccess && r != ncclInProgress) {
         st = hidet_nccl__nccl_fail(__func__, "ncclGroupEnd", r, NULL);
-    } else if (r == ncclInProgress || t_splits != NULL) {
+    } else if (r == ncclInProgress || hidet_nccl__thread.group_splits != NULL) {
         /* Non-blocking communicators are still enqueuing: wait for them against the deadline.
          * ncclSuccess means every operation is enqueued (blocking ones always are): nothing to
          * wait for, as with raw NCCL (a collective outside a group asks no more either). */
         st = hidet_nccl__timeout_seconds(&timeout);
         if (st == HIDET_NCCL_SUCCESS && r == ncclInProgress)
-            st = hidet_nccl__await(n, t_tracked, t_ntracked, timeout, 0, "the group's NCCL operations");
+            st = hidet_nccl__await(n, hidet_nccl__thread.group_tracked, hidet_nccl__thread.group_ntracked, timeout, 0, "the group's NCCL operations");
     }
-    if (t_splits != NULL) st = finish_splits(n, st, timeout);
-    if (t_tracked != t_inline) free(t_tracked);
-    t_tracked = NULL;
-    t_ntracked = t_captracked = 0;
+    if (hidet_nccl__thread.group_splits != NULL) st = finish_splits(n, st, timeout);
+    if (hidet_nccl__thread.group_tracked != t_inline) free(hidet_nccl__thread.group_tracked);
+    hidet_nccl__thread.group_tracked = NULL;
+    hidet_nccl__thread.group_ntracked = hidet_nccl__thread.group_captracked = 0;
     return st;
 }

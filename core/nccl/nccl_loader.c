@@ -244,7 +244,7 @@ static hidet_nccl_status_t load_locked(void) {
                    s.text);
 }
 
-hidet_nccl_status_t hidet_nccl__nccl(const hn_nccl_t **out) {
+HN_HOT hidet_nccl_status_t hidet_nccl__nccl(const hn_nccl_t **out) { /* group_start's, per call */
     if (!atomic_load_explicit(&g_loaded, memory_order_acquire)) {
         pthread_mutex_lock(&g_lock);
         hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
