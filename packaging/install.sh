@@ -3,7 +3,8 @@
 # The leading arguments (given by the //:install target) name the built files:
 #   install.sh LIB LIB_MPI SO SO_MPI RUN BENCH TRACE CUDA_ROOT_TXT NCCL_INC_TXT MPI_PATHS_TXT A_TEMPLATE FILE... --prefix DIR
 # FILE: the public headers (*.h), the Fortran module's source (*.f90, into include/hidet_nccl/fortran),
-# tools/bench/plot_bench.py (bin/hidet-nccl-plot) and the Python package's files (*.py, into lib/python/hidet_nccl).
+# tools/bench/plot_bench.py (bin/hidet-nccl-plot) and the Python package's files (*.py, and its extension
+# module *.abi3.so, into lib/python/hidet_nccl).
 set -euo pipefail
 usage() { echo "usage: bazel run //:install -- --prefix DIR" >&2; exit 2; }
 [ $# -ge 12 ] || usage
@@ -12,6 +13,7 @@ mpi_txt=${10}
 shift 11
 headers=()
 pyfiles=()
+pyext=()
 f90files=()
 plot=
 prefix=
@@ -23,6 +25,7 @@ while [ $# -gt 0 ]; do
         --*) echo "install: unknown option $1" >&2; usage ;;
         */plot_bench.py) plot=$1; shift ;;
         *.py) pyfiles+=("$1"); shift ;;
+        *.abi3.so) pyext+=("$1"); shift ;;
         *.f90) f90files+=("$1"); shift ;;
         *) headers+=("$1"); shift ;;
     esac
@@ -54,6 +57,9 @@ fi
 if [ ${#pyfiles[@]} -gt 0 ]; then # PYTHONPATH=$prefix/lib/python: it finds the .so beside it, in lib/
     install -d "$prefix/lib/python/hidet_nccl"
     install -m 0644 "${pyfiles[@]}" "$prefix/lib/python/hidet_nccl/"
+    # the collectives' calls without ctypes (CPython 3.10 and later; the package calls through
+    # ctypes where it cannot load it)
+    [ ${#pyext[@]} -eq 0 ] || install -m 0755 "${pyext[@]}" "$prefix/lib/python/hidet_nccl/"
 fi
 install -m 0755 "$bench" "$prefix/bin/hidet-nccl-bench"
 install -m 0755 "$trace" "$prefix/bin/hidet-nccl-trace"

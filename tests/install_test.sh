@@ -73,6 +73,7 @@ for f in include/hidet_nccl/hidet_nccl.h include/hidet_nccl/bootstrap.h include/
     lib/cmake/HidetNccl/HidetNcclConfig.cmake lib/cmake/HidetNccl/HidetNcclConfigVersion.cmake \
     bin/hidet-nccl-run bin/hidet-nccl-bench bin/hidet-nccl-trace lib/libhidet_nccl.so.0.1.0 lib/libhidet_nccl_mpi.so.0.1.0 \
     lib/pkgconfig/hidet_nccl_shared.pc lib/pkgconfig/hidet_nccl_mpi_shared.pc lib/python/hidet_nccl/__init__.py \
+    lib/python/hidet_nccl/_calls.abi3.so \
     include/hidet_nccl/fortran/hidet_nccl.f90; do
     check "installed $f" [ -f "$prefix/$f" ]
 done
@@ -151,7 +152,8 @@ check "mpi_all_reduce on the shared library says there is no GPU" no_gpu_said "$
 # the launcher init() reaches the GPU choice and says there is none.
 cat >"$tmp/client.py" <<'PY'
 import hidet_nccl
-print("hidet_nccl", hidet_nccl.__version__, "from", hidet_nccl._lib.load()._name)
+print("hidet_nccl", hidet_nccl.__version__, "from", hidet_nccl._lib.load()._name, "calls through",
+      hidet_nccl.call_path())
 try:
     hidet_nccl.init()
 except hidet_nccl.HidetNcclError as e:
@@ -159,6 +161,7 @@ except hidet_nccl.HidetNcclError as e:
 PY
 PYTHONPATH=$prefix/lib/python "$prefix/bin/hidet-nccl-run" -n 1 python3 "$tmp/client.py" >"$tmp/py.out" 2>&1
 check "the installed Python package loads the prefix's libhidet_nccl.so" grep -q "from $prefix/lib/libhidet_nccl.so.0" "$tmp/py.out" || cat "$tmp/py.out"
+check "the installed Python package calls through its extension module" grep -q "calls through extension" "$tmp/py.out" || cat "$tmp/py.out"
 check "a Python client under hidet-nccl-run says there is no GPU" no_gpu_said "$tmp/py.out"
 
 # Fortran: the installed module source compiled with the program (gfortran; mpifort for MPI).

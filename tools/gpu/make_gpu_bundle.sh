@@ -44,13 +44,14 @@ targets=(
     //:libhidet_nccl_mpi.so
     //:hidet_nccl
     //:hidet_nccl_mpi
+    //bindings/python:hidet_nccl/_calls.abi3.so
 )
 bazel build "${targets[@]}"
 rm -rf "$dest"
 mkdir -p "$dest/bin"
 for t in "${targets[@]}"; do
     path=${t#//}
-    [[ $path == :* ]] && continue # libraries: for the Python package and the Fortran examples below
+    [[ $path == :* || $path == bindings/* ]] && continue # libraries and the Python package's module: below
     cp "bazel-bin/${path/://}" "$dest/bin/"
 done
 mkdir -p "$dest/python"
@@ -58,7 +59,10 @@ cp -r bindings/python/hidet_nccl "$dest/python/"
 mkdir -p "$dest/python/hidet_nccl/lib"
 cp bazel-bin/libhidet_nccl.so "$dest/python/hidet_nccl/lib/libhidet_nccl.so.0"
 cp bazel-bin/libhidet_nccl_mpi.so "$dest/python/hidet_nccl/lib/libhidet_nccl_mpi.so.0"
-cp tests/python/torch_gpu_test.py tools/dev/torch_compare_bench.py examples/python/cg_heal.py "$dest/python/"
+# The collectives' calls without ctypes (stable ABI: the GPU machine's Python 3.12 loads it).
+cp bazel-bin/bindings/python/hidet_nccl/_calls.abi3.so "$dest/python/hidet_nccl/"
+cp tests/python/torch_gpu_test.py tools/dev/torch_compare_bench.py tools/dev/python_call_cost.py \
+    examples/python/cg_heal.py "$dest/python/"
 # The Fortran examples (gfortran / mpifort; the module is compiled with them).
 fdir=$(mktemp -d)
 (cd "$fdir" && gfortran -c "$OLDPWD/bindings/fortran/hidet_nccl.f90" "$OLDPWD/examples/fortran/cuda_runtime.f90" \
