@@ -274,24 +274,34 @@ ENTRY(send, SEND)
 ENTRY(recv, RECV)
 ENTRY(barrier, BARRIER)
 
-/* repeat_all_reduce(n, <all_reduce's arguments>): all_reduce n times from C, the GIL released
- * once; the first status that is not success, else 0. For benchmarks (tools/dev): what the C
- * call costs in this process, to set the package's call beside. */
-static PyObject *repeat_all_reduce(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+/* repeat(n, name, <the arguments of function name>): the function called n times from C, the
+ * GIL released once; the first status that is not success (the calls stop there), else 0. For
+ * benchmarks (tools/dev): what the C call costs in this process, to set the package's beside. */
+static PyObject *repeat(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     arg_t n, a[MAX_ARGS];
-    if (nargs < 1) {
-        PyErr_SetString(PyExc_TypeError, "repeat_all_reduce() takes n, then all_reduce's 7 arguments");
+    const char *name = nargs >= 2 ? PyUnicode_AsUTF8AndSize(args[1], NULL) : NULL;
+    if (name == NULL) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "repeat() takes n, a function's name, then its arguments");
         return NULL;
     }
-    if (convert(args[0], 's', "n", &n) != 0 || convert_all(ALL_REDUCE, args + 1, nargs - 1, a) != 0) {
+    int which = 0;
+    while (which < NUM_CALLS && strcmp(signatures[which].name, name) != 0) {
+        which++;
+    }
+    if (which == NUM_CALLS) {
+        PyErr_Format(PyExc_ValueError, "repeat(): no function %R here", args[1]);
         return NULL;
     }
-    uintptr_t f = bound[ALL_REDUCE];
+    if (convert(args[0], 's', "n", &n) != 0 || convert_all(which, args + 2, nargs - 2, a) != 0) {
+        return NULL;
+    }
+    uintptr_t f = bound[which];
     hidet_nccl_status_t status = HIDET_NCCL_SUCCESS;
     Py_BEGIN_ALLOW_THREADS
     for (size_t k = 0; k < n.s && status == HIDET_NCCL_SUCCESS; k++) {
-        status = invoke(ALL_REDUCE, f, a);
+        status = invoke(which, f, a);
     }
     Py_END_ALLOW_THREADS
     return PyLong_FromLong((long)status);
@@ -345,8 +355,7 @@ static PyMethodDef methods[] = {
     {"hidet_nccl_send", FASTCALL(send), "hidet_nccl_send(comm_id, sendbuff, count, dtype, peer, stream) -> status"},
     {"hidet_nccl_recv", FASTCALL(recv), "hidet_nccl_recv(comm_id, recvbuff, count, dtype, peer, stream) -> status"},
     {"hidet_nccl_barrier", FASTCALL(barrier), "hidet_nccl_barrier(comm_id, stream) -> status"},
-    {"repeat_all_reduce", FASTCALL(repeat_all_reduce),
-     "repeat_all_reduce(n, comm_id, sendbuff, recvbuff, count, dtype, op, stream) -> status (benchmarks)"},
+    {"repeat", FASTCALL(repeat), "repeat(n, name, *arguments) -> status: name's function n times (benchmarks)"},
     {"bind", FASTCALL(bind), "bind({C function name: address}): the library the functions call"},
     {NULL, NULL, 0, NULL},
 };

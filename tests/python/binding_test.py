@@ -808,15 +808,19 @@ class CallPaths(FakeNcclCase):
         COMM.all_reduce(CudaArray(0x1000, (4,), "<f4"))
         self.only("ncclAllReduce")
 
-    def test_repeat_all_reduce(self):
+    def test_repeat(self):
         """The benchmarks' C loop: n calls, or up to the first failure, whose status it returns."""
-        self.assertEqual(self.ext.repeat_all_reduce(3, COMM.id, 0x1000, 0x1000, 4, 12, 0, 0), 0)
-        self.assertEqual([c.fn.decode() for c in calls()], ["ncclAllReduce"] * 3)
+        self.assertEqual(self.ext.repeat(3, "hidet_nccl_all_reduce", COMM.id, 0x1000, 0x1000, 4, 12, 0, 0), 0)
+        self.assertEqual(self.ext.repeat(2, "hidet_nccl_send", COMM.id, 0x1000, 4, 12, 0, 0), 0)
+        self.assertEqual([c.fn.decode() for c in calls()], ["ncclAllReduce"] * 3 + ["ncclSend"] * 2)
         FAKE_LIB.fake_nccl_clear()
-        self.assertEqual(self.ext.repeat_all_reduce(3, 12345, 0x1000, 0x1000, 4, 12, 0, 0), 2)
+        self.assertEqual(self.ext.repeat(3, "hidet_nccl_all_reduce", 12345, 0x1000, 0x1000, 4, 12, 0, 0), 2)
+        for bad, error in (((-1, "hidet_nccl_all_reduce", COMM.id, 0x1000, 0x1000, 4, 12, 0, 0), OverflowError),
+                           ((1, "hidet_nccl_comm_check", COMM.id), ValueError), ((1, None), TypeError), ((1,), TypeError),
+                           ((1, "hidet_nccl_all_reduce", COMM.id), TypeError)):
+            with self.subTest(bad=bad), self.assertRaises(error):
+                self.ext.repeat(*bad)
         self.assertEqual(calls(), [])
-        with self.assertRaises(OverflowError):
-            self.ext.repeat_all_reduce(-1, COMM.id, 0x1000, 0x1000, 4, 12, 0, 0)
 
 
 if __name__ == "__main__":

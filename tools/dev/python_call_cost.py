@@ -1,16 +1,23 @@
 """What the Python package (bindings/python) adds to a collective call, on the host, with the
 recording stand-in for NCCL (no GPU, no torch needed): time per call of `comm.all_reduce(x)`
-and the other collectives against the floor, the same C function called through ctypes with
-the same arguments.
+and the other collectives, through the package's extension module and through ctypes, against
+the C call itself.
 
     python3 tools/dev/python_call_cost.py LIBHIDET_NCCL_SO LIBFAKE_NCCL_SO [--calls N] [--before DIR] [--torch]
+        [--extension _calls.abi3.so]
 
 with bindings/python on PYTHONPATH; from Bazel outputs:
 
-    bazel build //:libhidet_nccl.so //tools/support:libfake_nccl.so
+    bazel build //:libhidet_nccl.so //tools/support:libfake_nccl.so //bindings/python:hidet_nccl/_calls.abi3.so
     B=$(bazel info bazel-bin)
     PYTHONPATH=bindings/python python3 tools/dev/python_call_cost.py $B/libhidet_nccl.so \
-        $B/tools/support/libfake_nccl.so
+        $B/tools/support/libfake_nccl.so --extension $B/bindings/python/hidet_nccl/_calls.abi3.so
+
+--extension names the package's extension module where it is not beside the package's files
+(a source tree: Bazel builds it elsewhere); in the GPU bundle and an install it is there:
+
+    cd gpu_bundle && PYTHONPATH=python python3 python/python_call_cost.py python/hidet_nccl/lib/libhidet_nccl.so.0 \
+        bin/libfake_nccl.so --torch
 
 --before DIR times another copy of the package side by side, in the same process and the same
 rounds (DIR holds a hidet_nccl/ folder; e.g. an earlier commit's:
@@ -33,12 +40,17 @@ package), and rank 1 of 4, on which every collective reaches the stand-in. Array
          machine with torch; NCCL still the stand-in) uses real float32 CUDA tensors instead,
          and adds what torch's calls and its two ways to the current stream cost.
 
-Rows: "floor" is the ctypes call of the hidet_nccl_* function (argtypes set, as the package
-sets them) with the arguments the package passes, status checked; "cai" and "torch*" the
-package's call; "+" its difference from the floor (with --before, also the other copy's "+").
-Each value is the best of 9 rounds of N (default 100000) back-to-back calls, the cases and
-copies taking turns in each round (the loop's own cost, about 10 ns a call, is in all): the
-best, not the median, as other work on the machine only ever adds time."""
+Columns: "C" is the C call alone, made N times in a loop in C (the extension's repeat(): no
+Python per call); "ctypes" the hidet_nccl_* function called through ctypes (argtypes set, as
+the package sets them) with the arguments the package passes, status checked; "ext" the same
+through the extension module; "torch* ext", "torch* ctypes", "cai ext", "cai ctypes" the
+package's call with the collectives through the extension and with the ctypes path forced
+(hidet_nccl._lib.calls.bind), each with "+", its difference from "C" (what the package costs
+over the C call: issue 37's target is 1 us on the GPU machine). With --before, the other copy
+("torch* before", "cai before") through whatever path it has. Each value is the best of 9
+rounds of N (default 100000) back-to-back calls, the cases and columns taking turns in each
+round (the loop's own cost, about 10 ns a call, is in all but C): the best, not the median, as
+other work on the machine only ever adds time."""
 import argparse
 import ctypes
 import importlib.util
@@ -54,6 +66,7 @@ parser.add_argument("fake")
 parser.add_argument("--calls", type=int, default=100000)
 parser.add_argument("--before", help="a folder holding another hidet_nccl/ to time side by side")
 parser.add_argument("--torch", action="store_true", help="real torch tensors on CUDA device 0 (a GPU machine)")
+parser.add_argument("--extension", help="the package's extension module (_calls.abi3.so), when not beside its files")
 args = parser.parse_args()
 ROUNDS = 9
 os.environ["HIDET_NCCL_SO"] = os.path.realpath(args.so)
@@ -112,20 +125,32 @@ else:
 
 
 
-def import_package(directory, name):
-    """The hidet_nccl package in directory/hidet_nccl, imported as `name`."""
+def import_package(directory, name, extra=()):
+    """The hidet_nccl package in directory/hidet_nccl, imported as `name`; its submodules are
+    also looked for in the folders `extra`."""
     folder = os.path.join(directory, "hidet_nccl")
     spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "__init__.py"),
-                                                  submodule_search_locations=[folder])
+                                                  submodule_search_locations=[folder] + list(extra))
     module = sys.modules[name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-import hidet_nccl  # noqa: E402
+if args.extension:
+    if os.path.basename(args.extension) != "_calls.abi3.so":
+        sys.exit("--extension: the module is hidet_nccl/_calls.abi3.so, not %s" % args.extension)
+    home = importlib.util.find_spec("hidet_nccl").submodule_search_locations[0]
+    hidet_nccl = import_package(os.path.dirname(home), "hidet_nccl", [os.path.dirname(os.path.realpath(args.extension))])
+else:
+    import hidet_nccl
 
 packages = [("", hidet_nccl)] + ([("before", import_package(args.before, "hidet_nccl_before"))] if args.before else [])
 lib = hidet_nccl._lib.load()
+ext = hidet_nccl._lib.extension
+if ext is None:
+    print("no extension module (%s): the ctypes path alone" % hidet_nccl._lib.extension_missing)
+else:
+    hidet_nccl._lib.calls.bind("extension")
 check = hidet_nccl._lib.check
 fake_comms = []  # kept alive: the library holds their addresses
 
@@ -139,13 +164,21 @@ def comms(hn):
     return c1, c4
 
 
-def raw(name, *call_args):
-    """The floor: the C function through ctypes, status checked as the package checks it."""
-    fn = getattr(lib, name)
+def raw(source, name, *call_args):
+    """The C function through source (the ctypes library or the extension), status checked as
+    the package checks it."""
+    fn = getattr(source, name)
 
     def loop(n):
         for _ in range(n):
             check(fn(*call_args))
+    return loop
+
+
+def in_c(name, *call_args):
+    """The C function alone, n times from C (the extension's repeat)."""
+    def loop(n):
+        check(ext.repeat(n, name, *call_args))
     return loop
 
 
@@ -175,50 +208,69 @@ def calls(c1, c4, X):
     }
 
 
-def floors(c1, c4):
-    """What the package passes to C in each case, called directly."""
+def direct(c1, c4, through):
+    """What the package passes to C in each case, called directly through `through` (raw with
+    a source, or in_c)."""
     return {
-        "all_reduce 8 B in place, 1 rank (identity)": raw("hidet_nccl_all_reduce", c1.id, A, A, 2, F32, 0, 0),
-        "all_reduce 8 B in place, 4 ranks": raw("hidet_nccl_all_reduce", c4.id, A, A, 2, F32, 0, 0),
-        "all_reduce 8 B out of place, op max": raw("hidet_nccl_all_reduce", c4.id, A, B, 2, F32, 2, 0),
-        "broadcast root 0, in place": raw("hidet_nccl_broadcast", c4.id, A, A, 2, F32, 0, 0),
-        "reduce root 0": raw("hidet_nccl_reduce", c4.id, A, A, 2, F32, 0, 0, 0),
-        "all_gather": raw("hidet_nccl_all_gather", c4.id, A, B, 2, F32, 0),
-        "reduce_scatter": raw("hidet_nccl_reduce_scatter", c4.id, B, A, 2, F32, 0, 0),
-        "all_to_all": raw("hidet_nccl_all_to_all", c4.id, A, B, 2, F32, 0),
-        "send peer 2": raw("hidet_nccl_send", c4.id, A, 2, F32, 2, 0),
+        "all_reduce 8 B in place, 1 rank (identity)": through("hidet_nccl_all_reduce", c1.id, A, A, 2, F32, 0, 0),
+        "all_reduce 8 B in place, 4 ranks": through("hidet_nccl_all_reduce", c4.id, A, A, 2, F32, 0, 0),
+        "all_reduce 8 B out of place, op max": through("hidet_nccl_all_reduce", c4.id, A, B, 2, F32, 2, 0),
+        "broadcast root 0, in place": through("hidet_nccl_broadcast", c4.id, A, A, 2, F32, 0, 0),
+        "reduce root 0": through("hidet_nccl_reduce", c4.id, A, A, 2, F32, 0, 0, 0),
+        "all_gather": through("hidet_nccl_all_gather", c4.id, A, B, 2, F32, 0),
+        "reduce_scatter": through("hidet_nccl_reduce_scatter", c4.id, B, A, 2, F32, 0, 0),
+        "all_to_all": through("hidet_nccl_all_to_all", c4.id, A, B, 2, F32, 0),
+        "send peer 2": through("hidet_nccl_send", c4.id, A, 2, F32, 2, 0),
     }
 
 
 TORCH = "torch" if args.torch else "torch*"
-columns = []  # (heading, {label: loop})
+columns = []  # (heading, {label: loop}, the path to bind first or None)
 for tag, hn in packages:
     c1, c4 = comms(hn)
     if not columns:
-        columns.append(("floor", floors(c1, c4)))
-    columns.append((("cai " + tag).strip(), calls(c1, c4, CudaArray)))
-    columns.append(((TORCH + " " + tag).strip(), calls(c1, c4, Tensor)))
+        if ext is not None:
+            columns.append(("C", direct(c1, c4, in_c), None))
+        columns.append(("ctypes", direct(c1, c4, lambda *a: raw(lib, *a)), None))
+        if ext is not None:
+            columns.append(("ext", direct(c1, c4, lambda *a: raw(ext, *a)), None))
+    for kind, X in ((TORCH, Tensor), ("cai", CudaArray)):
+        if tag:
+            columns.append(("%s %s" % (kind, tag), calls(c1, c4, X), None))
+            continue
+        for path in ("extension", "ctypes") if ext is not None else ("ctypes",):
+            columns.append(("%s %s" % (kind, "ext" if path == "extension" else path), calls(c1, c4, X), path))
 
 best = {}  # (heading, label) -> us per call
-for loops in (column for _, column in columns):
+for heading, loops, path in columns:
+    if path:
+        hidet_nccl._lib.calls.bind(path)
     for loop in loops.values():
         loop(args.calls // 10)  # warm
 for _ in range(ROUNDS):
     for label in columns[0][1]:
-        for heading, loops in columns:
+        for heading, loops, path in columns:
+            if path:
+                hidet_nccl._lib.calls.bind(path)
             start = time.perf_counter()
             loops[label](args.calls)
             us = (time.perf_counter() - start) / args.calls * 1e6
             best[heading, label] = min(us, best.get((heading, label), us))
+if ext is not None:
+    hidet_nccl._lib.calls.bind("extension")
 
 print("us per call (best of %d rounds x %d calls), Python %s; NCCL: the recording stand-in"
       % (ROUNDS, args.calls, sys.version.split()[0]))
-headings = [h for h, _ in columns]
-print("%-44s" % "" + "".join("%15s" % h if h == "floor" else "%18s" % (h + "   +") for h in headings))
+headings = [h for h, _, _ in columns]
+floor = "C" if ext is not None else "ctypes"  # what "+" is over
+plain = [h for h in headings if h in ("C", "ctypes", "ext")]
+print("%-44s" % "" + "".join("%8s" % h for h in plain) + "".join("%19s" % (h + "     +") for h in headings
+                                                                  if h not in plain))
 for label in columns[0][1]:
-    f = best["floor", label]
-    print("%-44s%15.3f" % (label, f) + "".join("%11.3f %6.3f" % (best[h, label], best[h, label] - f)
-                                              for h in headings[1:]))
+    f = best[floor, label]
+    print("%-44s" % label + "".join("%8.3f" % best[h, label] for h in plain) +
+          "".join("%12.3f %6.3f" % (best[h, label], best[h, label] - f) for h in headings if h not in plain))
+print('"+": over the %s call; the C call is the extension\'s repeat() (n calls in a loop in C)' % floor)
 t = Tensor(A, 2)
 asked = "t.is_cuda; t.is_contiguous(); t.dtype; t.get_device(); t.data_ptr(); t.numel()"
 print("what the package asks of the tensor (%s): %.3f us" % (asked, min(
