@@ -4,7 +4,11 @@ all_reduce (sum where the dtype sums, else max), broadcast, all_gather, reduce_s
 send/recv ring, exact; a scaled sum; the same NCCL as torch's in one process.
     hidet-nccl-run -n N python3 torch_gpu_test.py      torchrun --nproc-per-node N torch_gpu_test.py
     mpirun -np N python3 torch_gpu_test.py mpi         (init_mpi: libhidet_nccl_mpi.so over MPI_COMM_WORLD)
-Prints "<rank>: N checks, N wrong" and exits non-zero on any wrong result."""
+    hidet-nccl-run -n N python3 torch_gpu_test.py ctypes     (the ctypes path forced; with mpi too)
+The collectives go through the package's extension module (hidet_nccl/_calls.abi3.so, beside
+the package in the GPU bundle and a wheel): a check fails when it is not there or not used,
+unless "ctypes" is given. Prints "<rank>: N checks, N wrong (..., calls through PATH)" and
+exits non-zero on any wrong result."""
 import os
 import sys
 
@@ -16,7 +20,10 @@ import torch  # noqa: E402
 
 import hidet_nccl  # noqa: E402
 
-comm = hidet_nccl.init_mpi() if sys.argv[1:] == ["mpi"] else hidet_nccl.init()
+want_path = "ctypes" if "ctypes" in sys.argv[1:] else "extension"
+if want_path == "ctypes":
+    hidet_nccl._lib.calls.path = "ctypes"  # what the first collective binds (the library loaded by then)
+comm = hidet_nccl.init_mpi() if "mpi" in sys.argv[1:] else hidet_nccl.init()
 rank, n = comm.rank, comm.size
 torch.cuda.set_device(comm.device)
 dev = torch.device("cuda", comm.device)
@@ -29,6 +36,10 @@ def check(ok, what):
     if not ok:
         wrong += 1
         print("%d: WRONG %s" % (rank, what), file=sys.stderr)
+
+
+check(hidet_nccl.call_path() == want_path, "the collectives call through %s, not %s (%s)" % (
+    hidet_nccl.call_path(), want_path, hidet_nccl._lib.extension_missing or "the extension is there"))
 
 
 def values(dtype, r, count):
@@ -140,7 +151,8 @@ torch.cuda.synchronize()
 # code, torch's current stream of the tensor's device (a side stream too), for a tensor, a view
 # at an offset and an nn.Parameter; and bad tensors refused, each time.
 class Spy:
-    """Stands in for hidet_nccl._c (the package's C functions): records each call's arguments."""
+    """Stands in for hidet_nccl._calls (the functions the collectives call, the extension's or
+    ctypes'): records each call's arguments and makes it."""
 
     def __init__(self, c):
         self.c, self.seen = c, []
@@ -154,7 +166,11 @@ class Spy:
         return spy
 
 
-spy = hidet_nccl._c = Spy(hidet_nccl._c)
+# The collectives so far went through the path asked for: each function is that path's own.
+source = hidet_nccl._lib.extension if want_path == "extension" else hidet_nccl._lib.load()
+check(source is not None and all(getattr(hidet_nccl._calls, name) is getattr(source, name)
+                                 for name in hidet_nccl._lib.CALLS), "every collective through " + want_path)
+spy = hidet_nccl._calls = Spy(hidet_nccl._calls)
 try:
     base = torch.zeros(64, device=dev)
     side = torch.cuda.Stream(device=dev)
@@ -179,7 +195,7 @@ try:
             except error:
                 check(True, label)
 finally:
-    hidet_nccl._c = spy.c
+    hidet_nccl._calls = spy.c
 raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 stream_path = ("torch._C._cuda_getCurrentRawStream" if hidet_nccl._arrays._torch_stream is raw else
                "torch.cuda.current_stream (the raw call is %s)" % ("absent" if raw is None else "not used"))
@@ -190,7 +206,8 @@ ncc = sorted({line.split()[-1] for line in maps.splitlines() if "libnccl" in lin
 ours = hidet_nccl.nccl_path().split(" (")[0]  # "<path> (already loaded)" when found in the process
 check(len(ncc) == 1 and os.path.realpath(ncc[0]) == os.path.realpath(ours),
       "one NCCL in the process: %s, hidet_nccl's %s" % (ncc, ours))
-print("%d: %d checks, %d wrong (NCCL %s from %s, %d ranks; torch's stream through %s)"
-      % (rank, checks, wrong, hidet_nccl.nccl_version(), hidet_nccl.nccl_path(), n, stream_path))
+print("%d: %d checks, %d wrong (NCCL %s from %s, %d ranks; torch's stream through %s; calls through %s, Python %s)"
+      % (rank, checks, wrong, hidet_nccl.nccl_version(), hidet_nccl.nccl_path(), n, stream_path,
+         hidet_nccl.call_path(), sys.version.split()[0]))
 hidet_nccl.finalize()
 sys.exit(1 if wrong else 0)
