@@ -246,12 +246,14 @@ hidet_nccl_status_t hidet_nccl__registry_coll_copy(int id, const hn_thread_slot_
             if (s->kind == KIND_OWNED) hidet_nccl__trace_set_place(s->trace, s->rank, s->nranks);
             hidet_nccl__stale_copies();
         }
+        /* The generation before what the copy reads: the registry changes only under this lock,
+         * but a settings reload may come meanwhile, and then the copy is stale at the next look. */
+        unsigned long generation = atomic_load_explicit(&hidet_nccl__generation, memory_order_acquire);
         hn_setting_info_t p2p; /* read without failing: the collective that needs it says what is wrong */
         hidet_nccl__setting_info(HN_SETTING_GROUPED_P2P, &p2p);
         hn_thread_slot_t *h = &hidet_nccl__thread.slot[(unsigned)id % HN_THREAD_SLOTS];
-        /* writers bump only under the lock: this is the generation the copy belongs to */
         *h = (hn_thread_slot_t){
-            .generation = atomic_load_explicit(&hidet_nccl__generation, memory_order_relaxed),
+            .generation = generation,
             .id = id,
             .nranks = s->nranks,
             .rank = s->rank,
