@@ -44,6 +44,7 @@ typedef hidet_nccl_status_t move_fn(int, const void *, void *, size_t, hidet_ncc
 typedef hidet_nccl_status_t send_fn(int, const void *, size_t, hidet_nccl_dtype_t, int, cudaStream_t);
 typedef hidet_nccl_status_t recv_fn(int, void *, size_t, hidet_nccl_dtype_t, int, cudaStream_t);
 typedef hidet_nccl_status_t barrier_fn(int, cudaStream_t);
+typedef hidet_nccl_status_t comm_size_fn(int, int *);
 
 /* The header's declaration of fn has type `type` (the controlling expression of _Generic is not
  * evaluated: no reference to fn is made, so nothing links against the library). */
@@ -62,6 +63,7 @@ SAME_TYPE(hidet_nccl_scatter, rooted_fn);
 SAME_TYPE(hidet_nccl_send, send_fn);
 SAME_TYPE(hidet_nccl_recv, recv_fn);
 SAME_TYPE(hidet_nccl_barrier, barrier_fn);
+SAME_TYPE(hidet_nccl_comm_size, comm_size_fn);
 
 /* Each function: its C name (what bind() is given its address by, and the Python name), the
  * kind of each argument (i: a C int, enums included; s: size_t; p: a pointer, None for NULL)
@@ -102,6 +104,10 @@ static const signature_t signatures[NUM_CALLS] = {
 
 /* The addresses bind() was given, in the library _lib.py loaded; 0 before. */
 static uintptr_t bound[NUM_CALLS];
+/* hidet_nccl_comm_size, which all_gather, reduce_scatter, all_to_all, gather and scatter ask
+ * each call (comm_size() below: not of the table, as it returns the size too). */
+static const char comm_size_name[] = "hidet_nccl_comm_size";
+static uintptr_t bound_comm_size;
 
 typedef union {
     int i;
@@ -307,28 +313,77 @@ static PyObject *repeat(PyObject *module, PyObject *const *args, Py_ssize_t narg
     return PyLong_FromLong((long)status);
 }
 
-/* bind(addresses): addresses maps each function's C name to its address (an int) in the loaded
- * library. Every one must be there and not 0, else nothing is bound (ValueError). */
+/* comm_size(comm_id) -> (status, size): hidet_nccl_comm_size with its out-argument returned
+ * (size -1 when status is not success). */
+static PyObject *comm_size(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    arg_t comm_id;
+    if (nargs != 1) {
+        PyErr_Format(PyExc_TypeError, "comm_size() takes 1 argument (%zd given)", nargs);
+        return NULL;
+    }
+    if (convert(args[0], 'i', "comm_id", &comm_id) != 0) {
+        return NULL;
+    }
+    if (bound_comm_size == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "hidet_nccl._calls: comm_size is not bound to the library (bind() first)");
+        return NULL;
+    }
+    uintptr_t f = bound_comm_size;
+    int size = -1;
+    hidet_nccl_status_t status;
+    Py_BEGIN_ALLOW_THREADS
+    status = ((comm_size_fn *)f)(comm_id.i, &size);
+    Py_END_ALLOW_THREADS
+    PyObject *first = PyLong_FromLong((long)status);
+    PyObject *second = first == NULL ? NULL : PyLong_FromLong(status == HIDET_NCCL_SUCCESS ? size : -1);
+    PyObject *pair = second == NULL ? NULL : PyTuple_New(2);
+    if (pair == NULL) {
+        Py_XDECREF(first);
+        Py_XDECREF(second);
+        return NULL;
+    }
+    PyTuple_SetItem(pair, 0, first); /* a new tuple's own slots: steals, cannot fail */
+    PyTuple_SetItem(pair, 1, second);
+    return pair;
+}
+
+/* The address of `name` in addresses (a dict), checked, into *out; 0, or -1 with ValueError (no
+ * address, or None) or the error of a bad one. */
+static int address_of(PyObject *addresses, const char *name, uintptr_t *out) {
+    PyObject *address = PyDict_GetItemString(addresses, name); /* borrowed */
+    arg_t a;
+    if (address == NULL || address == Py_None) {
+        PyErr_Format(PyExc_ValueError, "hidet_nccl._calls.bind: no address for %s", name);
+        return -1;
+    }
+    if (convert(address, 'p', name, &a) != 0) {
+        return -1;
+    }
+    *out = (uintptr_t)a.p;
+    return 0;
+}
+
+/* bind(addresses): addresses maps the C name of each function of FUNCTIONS, and
+ * hidet_nccl_comm_size, to its address (an int) in the loaded library. Every one must be
+ * there and not 0, else nothing is bound (ValueError). */
 static PyObject *bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 1 || !PyDict_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "bind() takes one dict: C function name -> address");
         return NULL;
     }
-    uintptr_t got[NUM_CALLS];
+    uintptr_t got[NUM_CALLS], got_comm_size;
     for (int k = 0; k < NUM_CALLS; k++) {
-        PyObject *address = PyDict_GetItemString(args[0], signatures[k].name); /* borrowed */
-        arg_t a;
-        if (address == NULL || address == Py_None) {
-            PyErr_Format(PyExc_ValueError, "hidet_nccl._calls.bind: no address for %s", signatures[k].name);
+        if (address_of(args[0], signatures[k].name, &got[k]) != 0) {
             return NULL;
         }
-        if (convert(address, 'p', signatures[k].name, &a) != 0) {
-            return NULL;
-        }
-        got[k] = (uintptr_t)a.p;
+    }
+    if (address_of(args[0], comm_size_name, &got_comm_size) != 0) {
+        return NULL;
     }
     memcpy(bound, got, sizeof bound);
+    bound_comm_size = got_comm_size;
     Py_RETURN_NONE;
 }
 
@@ -355,8 +410,10 @@ static PyMethodDef methods[] = {
     {"hidet_nccl_send", FASTCALL(send), "hidet_nccl_send(comm_id, sendbuff, count, dtype, peer, stream) -> status"},
     {"hidet_nccl_recv", FASTCALL(recv), "hidet_nccl_recv(comm_id, recvbuff, count, dtype, peer, stream) -> status"},
     {"hidet_nccl_barrier", FASTCALL(barrier), "hidet_nccl_barrier(comm_id, stream) -> status"},
+    {"comm_size", FASTCALL(comm_size), "comm_size(comm_id) -> (status, size): hidet_nccl_comm_size"},
     {"repeat", FASTCALL(repeat), "repeat(n, name, *arguments) -> status: name's function n times (benchmarks)"},
-    {"bind", FASTCALL(bind), "bind({C function name: address}): the library the functions call"},
+    {"bind", FASTCALL(bind),
+     "bind({C function name: address}): the library the functions call (FUNCTIONS and hidet_nccl_comm_size)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -318,6 +318,9 @@ class HealStub:
         size._obj.value = len(self.joined)
         return 0
 
+    def comm_size(self, comm_id):  # hidet_nccl._calls' (Communicator.size)
+        return 0, len(self.joined)
+
     def hidet_nccl_comm_joined(self, comm_id, joined, n_joined):
         self.calls.append(("joined", comm_id, len(joined)))
         for r, flag in enumerate(self.joined):
@@ -337,7 +340,7 @@ class Heal(FakeNcclCase):
     @contextlib.contextmanager
     def c_answers(self, new_id, n_joined, joined):
         stub = HealStub(new_id, n_joined, joined)
-        with mock.patch.object(hn, "_c", stub), mock.patch.object(hn._lib, "functions", stub):
+        with mock.patch.multiple(hn, _c=stub, _calls=stub), mock.patch.object(hn._lib, "functions", stub):
             yield stub
 
     def test_borrowed_refused_as_recover_is(self):
@@ -799,14 +802,33 @@ class CallPaths(FakeNcclCase):
 
     def test_bind(self):
         """bind() takes every function's address or none: a missing or bad one changes nothing."""
-        addresses = {name: ctypes.cast(getattr(self.lib, name), ctypes.c_void_p).value for name in hn._lib.CALLS}
-        for bad, error in (({}, ValueError), (dict(addresses, hidet_nccl_send=None), ValueError),
+        addresses = {name: ctypes.cast(getattr(self.lib, name), ctypes.c_void_p).value
+                     for name in hn._lib.CALLS + ("hidet_nccl_comm_size",)}
+        no_size = {k: v for k, v in addresses.items() if k != "hidet_nccl_comm_size"}
+        for bad, error in (({}, ValueError), (no_size, ValueError), (dict(addresses, hidet_nccl_send=None), ValueError),
                            (dict(addresses, hidet_nccl_recv=-1), OverflowError), (list(addresses), TypeError)):
             with self.subTest(bad=type(bad).__name__), self.assertRaises(error):
                 self.ext.bind(bad)
         self.ext.bind(addresses)
         COMM.all_reduce(CudaArray(0x1000, (4,), "<f4"))
         self.only("ncclAllReduce")
+
+    def test_comm_size(self):
+        """Communicator.size's call: (status, size) either way; -1 with a failure."""
+        self.assertEqual(self.ext.comm_size(COMM.id), (0, 4))
+        self.assertEqual(hn._lib._comm_size_by_ctypes(COMM.id), (0, 4))
+        self.assertEqual(self.ext.comm_size(12345), (2, -1))
+        self.assertIn("12345", self.lib.hidet_nccl_last_error().decode())
+        self.assertEqual(hn._lib._comm_size_by_ctypes(12345), (2, -1))
+        for bad, error in (((2 ** 32,), OverflowError), ((None,), TypeError), ((), TypeError), ((1, 2), TypeError)):
+            with self.subTest(bad=bad), self.assertRaises(error):
+                self.ext.comm_size(*bad)
+        for path in ("extension", "ctypes"):
+            hn._lib.calls.bind(path)
+            self.assertEqual(COMM.size, 4)
+            with self.assertRaises(hn.HidetNcclError) as e:
+                hn.Communicator(12345).size
+            self.assertEqual(e.exception.status, 2)
 
     def test_repeat(self):
         """The benchmarks' C loop: n calls, or up to the first failure, whose status it returns."""

@@ -188,9 +188,10 @@ class Communicator:
 
     @property
     def size(self):
-        size = ctypes.c_int(-1)
-        check(_c.hidet_nccl_comm_size(self.id, ctypes.byref(size)))  # asked at each all_gather, ...
-        return size.value
+        status, size = _calls.comm_size(self.id)  # asked at each all_gather, ...
+        if status:
+            check(status)
+        return size
 
     @property
     def device(self):

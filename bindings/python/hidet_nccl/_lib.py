@@ -206,6 +206,13 @@ CALLS = (
 _CALLS_API = 1  # calls.c's CALLS_API: the functions and arguments this package expects of it
 
 
+def _comm_size_by_ctypes(comm_id):
+    """(status, size) of hidet_nccl_comm_size through ctypes: the extension's comm_size()."""
+    size = ctypes.c_int(-1)
+    status = _lib.hidet_nccl_comm_size(comm_id, ctypes.byref(size))
+    return status, size.value if status == 0 else -1
+
+
 def _import_extension():
     """(the extension module, None), or (None, why it is not used)."""
     if sys.implementation.name != "cpython" or sys.version_info < (3, 10):
@@ -225,15 +232,16 @@ extension, extension_missing = _import_extension()
 
 
 class _Calls:
-    """The functions of CALLS as attributes (calls.hidet_nccl_all_reduce(...) -> status), through
-    `path`: "extension" (the module `extension`) when it imported, else "ctypes". The first use
-    of any loads the library (load(), as functions.NAME does) and binds them all; after that each
-    is a plain attribute of this object (read as fast as Python reads one). bind("ctypes") or
-    bind("extension") chooses again (the tests run both)."""
+    """The functions of CALLS as attributes (calls.hidet_nccl_all_reduce(...) -> status), and
+    comm_size(comm_id) -> (status, size), through `path`: "extension" (the module `extension`)
+    when it imported, else "ctypes". The first use of any loads the library (load(), as
+    functions.NAME does) and binds them all; after that each is a plain attribute of this object
+    (read as fast as Python reads one). bind("ctypes") or bind("extension") chooses again (the
+    tests run both)."""
 
     def __init__(self):
         self.path = "ctypes" if extension is None else "extension"
-        for name in CALLS:
+        for name in CALLS + ("comm_size",):
             setattr(self, name, self._first_use(name))
 
     def _first_use(self, name):
@@ -249,10 +257,11 @@ class _Calls:
             if extension is None:
                 raise HidetNcclError(3, "hidet_nccl: " + extension_missing)
             # The addresses of the functions in the copy ctypes loaded: one library, one registry.
-            extension.bind({name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in CALLS})
-            source = extension
+            extension.bind({name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+                            for name in CALLS + ("hidet_nccl_comm_size",)})
+            source, self.comm_size = extension, extension.comm_size
         elif path == "ctypes":
-            source = lib
+            source, self.comm_size = lib, _comm_size_by_ctypes
         else:
             raise ValueError("hidet_nccl: a call path is 'extension' or 'ctypes', not %r" % (path,))
         for name in CALLS:
