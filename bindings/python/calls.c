@@ -16,6 +16,11 @@
  * ctypes releases it (a collective can wait: group_end for communicators to be ready, NCCL's
  * first call on a communicator for its peers).
  *
+ * For torch tensors the collectives go further (torch_all_reduce and the others): the
+ * Communicator method's whole call, the tensors read here through torch's methods as
+ * hidet_nccl/_arrays.py reads them, and -1 for anything out of the ordinary, which the method
+ * then takes through its general path (that says why it refuses what it refuses).
+ *
  * The C functions' types come from include/hidet_nccl/hidet_nccl.h and are checked against it
  * at compile time (SAME_TYPE): a header that changes a collective fails this build.
  */
@@ -31,7 +36,7 @@
 
 /* What bind() and _lib.py agree on: the functions below and their arguments. _lib.py refuses
  * an extension of another API version (and calls through ctypes). */
-#define CALLS_API 1
+#define CALLS_API 2
 
 /* The C functions, their types as the header declares them. */
 typedef hidet_nccl_status_t group_fn(void);
@@ -348,6 +353,432 @@ static PyObject *comm_size(PyObject *module, PyObject *const *args, Py_ssize_t n
     return pair;
 }
 
+/* ------------------------------------------------------------------ torch tensors, read here
+ *
+ * torch_all_reduce(comm_id, tensor, out, op, stream) and the others of `fused` below: the
+ * Communicator method of the name with its arguments as given, done here for torch tensors
+ * (issue 37: a small collective's cost to a Python program is mostly the reading of its
+ * buffers). What _arrays.array does for a tensor of a class it has seen is done here through
+ * the C API, in its order (is_cuda, is_contiguous(), dtype and its code, get_device() and
+ * torch's current stream only when no stream is given, data_ptr(), numel()), then the checks
+ * of the method (out's count and dtype, the op's code, root and peer, the communicator's size
+ * where the method asks it), then the C function, the GIL released around it. The status is
+ * returned, or DECLINED (-1) for anything else: a class _arrays has not seen as a torch
+ * tensor's, a dtype it has no code for yet, a tensor off the GPU or not contiguous, an answer
+ * that is not an int in range, an out of another count or dtype, a stream, op, root or peer
+ * that is not a plain int in range (or an op name), a size the library does not give. The
+ * method then takes the general path, which reads everything again and refuses what it
+ * refuses in its own words: nothing is refused here. An exception raised by torch's own calls
+ * goes out as it is, where the general path would have raised it too (same calls, same order).
+ *
+ * What it mirrors is _arrays' own, handed over by bind_torch() (and read as it is each call):
+ * its set of tensor classes, its dict of torch dtypes' codes, OPS, and its namespace, whose
+ * _torch_stream (the callable torch's stream is asked through) is looked up each call. */
+#define DECLINED (-1)
+
+static PyObject *torch_classes; /* _arrays._tensor_classes: a set of classes */
+static PyObject *torch_codes;   /* _arrays._torch_codes: torch.dtype -> dtype code */
+static PyObject *op_codes;      /* _arrays.OPS: op name -> op code */
+static PyObject *arrays_names;  /* _arrays' namespace (its __dict__) */
+/* Interned names: torch's attributes and methods, and _arrays' stream callable. */
+static PyObject *s_is_cuda, *s_is_contiguous, *s_dtype, *s_get_device, *s_data_ptr, *s_numel, *s_torch_stream;
+/* Calls made here, and declined (torch_counts()): what tells a test or a benchmark the path ran. */
+static unsigned long long fused_made, fused_declined;
+
+/* An exact int in 0 .. limit into *out: 1, else 0 (no exception left). */
+static int plain_unsigned(PyObject *v, unsigned long long limit, unsigned long long *out) {
+    if (!PyLong_CheckExact(v)) {
+        return 0;
+    }
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (x > limit) {
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+/* An exact int that a C int holds into *out: 1, else 0 (no exception left). */
+static int plain_int(PyObject *v, int *out) {
+    if (!PyLong_CheckExact(v)) {
+        return 0;
+    }
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (x == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (overflow != 0 || x < INT_MIN || x > INT_MAX) {
+        return 0;
+    }
+    *out = (int)x;
+    return 1;
+}
+
+#define POINTER_MAX (UINTPTR_MAX < SIZE_MAX ? (unsigned long long)UINTPTR_MAX : (unsigned long long)SIZE_MAX)
+
+/* An argument-less method of a: its answer, or NULL with torch's exception. */
+static PyObject *ask(PyObject *a, PyObject *name) {
+    return PyObject_CallMethodObjArgs(a, name, NULL);
+}
+
+typedef struct {
+    void *ptr;
+    size_t count;
+    int code;
+} tensor_t;
+
+/* Tensor a as _arrays.array reads it: 1 read into *t, 0 declined, -1 torch's exception. With
+ * *stream_known 0, torch's current stream of a's device into *stream (and *stream_known 1). */
+static int read_tensor(PyObject *a, tensor_t *t, int *stream_known, void **stream) {
+    int seen = PySet_Contains(torch_classes, (PyObject *)Py_TYPE(a));
+    if (seen <= 0) {
+        if (seen < 0) {
+            PyErr_Clear();
+        }
+        return 0;
+    }
+    PyObject *v = PyObject_GetAttr(a, s_is_cuda);
+    if (v == NULL) {
+        return -1;
+    }
+    int yes = v == Py_True;
+    Py_DECREF(v);
+    if (!yes) {
+        return 0;
+    }
+    if ((v = ask(a, s_is_contiguous)) == NULL) {
+        return -1;
+    }
+    yes = v == Py_True;
+    Py_DECREF(v);
+    if (!yes) {
+        return 0;
+    }
+    if ((v = PyObject_GetAttr(a, s_dtype)) == NULL) {
+        return -1;
+    }
+    PyObject *code = PyDict_GetItemWithError(torch_codes, v); /* borrowed; the dict holds it */
+    Py_DECREF(v);
+    if (code == NULL || !plain_int(code, &t->code)) {
+        PyErr_Clear(); /* a dtype without a code yet, or unhashable: the general path says */
+        return 0;
+    }
+    unsigned long long x;
+    if (!*stream_known) {
+        PyObject *device = ask(a, s_get_device);
+        if (device == NULL) {
+            return -1;
+        }
+        PyObject *fn = PyDict_GetItemWithError(arrays_names, s_torch_stream); /* borrowed */
+        if (fn == NULL) {
+            PyErr_Clear();
+            Py_DECREF(device);
+            return 0;
+        }
+        Py_INCREF(fn); /* the first call of _find_torch_stream replaces it in the namespace */
+        v = PyObject_CallFunctionObjArgs(fn, device, NULL);
+        Py_DECREF(fn);
+        Py_DECREF(device);
+        if (v == NULL) {
+            return -1;
+        }
+        yes = plain_unsigned(v, POINTER_MAX, &x);
+        Py_DECREF(v);
+        if (!yes) {
+            return 0;
+        }
+        *stream = (void *)(uintptr_t)x;
+        *stream_known = 1;
+    }
+    if ((v = ask(a, s_data_ptr)) == NULL) {
+        return -1;
+    }
+    yes = plain_unsigned(v, POINTER_MAX, &x);
+    Py_DECREF(v);
+    if (!yes) {
+        return 0;
+    }
+    t->ptr = (void *)(uintptr_t)x;
+    if ((v = ask(a, s_numel)) == NULL) {
+        return -1;
+    }
+    yes = plain_unsigned(v, SIZE_MAX, &x);
+    Py_DECREF(v);
+    if (!yes) {
+        return 0;
+    }
+    t->count = (size_t)x;
+    return 1;
+}
+
+/* What the second buffer of a call must be, as the method checks it. */
+enum {
+    NONE,        /* none (send, recv) */
+    SAME_INPLACE, /* count and dtype of the first; None: in place (all_reduce, broadcast, reduce) */
+    SAME,        /* count and dtype of the first (all_to_all) */
+    BLOCKS,      /* size x count of the first's dtype (all_gather out, reduce_scatter tensor) */
+    BLOCKS_NULL, /* BLOCKS; None: NULL (gather's out, scatter's tensor, off the root) */
+};
+
+/* Each fused function: which C function it calls, its Python arguments' positions (-1: none),
+ * and how the buffers stand. `first` is the buffer read first, with the call's stream (the
+ * tensor; out for reduce_scatter and scatter, as their methods read them). */
+typedef struct {
+    const char *name;
+    int which;
+    int nargs;
+    int first, second, op, root, stream;
+    int second_is;
+    int first_receives; /* the first buffer is the C call's recvbuff (reduce_scatter, scatter) */
+} fused_t;
+enum {
+    F_ALL_REDUCE, F_BROADCAST, F_REDUCE, F_ALL_GATHER, F_REDUCE_SCATTER, F_ALL_TO_ALL, F_GATHER, F_SCATTER, F_SEND,
+    F_RECV, NUM_FUSED
+};
+static const fused_t fused[NUM_FUSED] = {
+    /* (comm_id, tensor, out, op, stream) */
+    [F_ALL_REDUCE] = {"torch_all_reduce", ALL_REDUCE, 5, 1, 2, 3, -1, 4, SAME_INPLACE, 0},
+    /* (comm_id, tensor, root, out, stream) */
+    [F_BROADCAST] = {"torch_broadcast", BROADCAST, 5, 1, 3, -1, 2, 4, SAME_INPLACE, 0},
+    /* (comm_id, tensor, root, out, op, stream) */
+    [F_REDUCE] = {"torch_reduce", REDUCE, 6, 1, 3, 4, 2, 5, SAME_INPLACE, 0},
+    /* (comm_id, tensor, out, stream) */
+    [F_ALL_GATHER] = {"torch_all_gather", ALL_GATHER, 4, 1, 2, -1, -1, 3, BLOCKS, 0},
+    /* (comm_id, tensor, out, op, stream) */
+    [F_REDUCE_SCATTER] = {"torch_reduce_scatter", REDUCE_SCATTER, 5, 2, 1, 3, -1, 4, BLOCKS, 1},
+    /* (comm_id, tensor, out, stream) */
+    [F_ALL_TO_ALL] = {"torch_all_to_all", ALL_TO_ALL, 4, 1, 2, -1, -1, 3, SAME, 0},
+    /* (comm_id, tensor, out, root, stream) */
+    [F_GATHER] = {"torch_gather", GATHER, 5, 1, 2, -1, 3, 4, BLOCKS_NULL, 0},
+    /* (comm_id, tensor, out, root, stream) */
+    [F_SCATTER] = {"torch_scatter", SCATTER, 5, 2, 1, -1, 3, 4, BLOCKS_NULL, 1},
+    /* (comm_id, tensor, peer, stream) */
+    [F_SEND] = {"torch_send", SEND, 4, 1, -1, -1, 2, 3, NONE, 0},
+    [F_RECV] = {"torch_recv", RECV, 4, 1, -1, -1, 2, 3, NONE, 0},
+};
+
+/* The communicator's size from the library (as Communicator.size asks it), or 0. */
+static int comm_size_now(int comm_id) {
+    uintptr_t f = bound_comm_size;
+    int size = -1;
+    hidet_nccl_status_t status;
+    if (f == 0) {
+        return 0;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    status = ((comm_size_fn *)f)(comm_id, &size);
+    Py_END_ALLOW_THREADS
+    return status == HIDET_NCCL_SUCCESS && size > 0 ? size : 0;
+}
+
+/* fused[k] on args: 1 with the C function's arguments in a[] (invoke()'s layout), 0 declined,
+ * -1 torch's exception. */
+static int fused_arguments(const fused_t *k, PyObject *const *args, arg_t *a) {
+    int comm_id, op = 0, root = 0, stream_known = 0;
+    void *stream = NULL;
+    tensor_t first, second = {NULL, 0, 0};
+    unsigned long long x;
+    if (bound[k->which] == 0 || torch_classes == NULL || !plain_int(args[0], &comm_id)) {
+        return 0;
+    }
+    if (args[k->stream] != Py_None) {
+        if (!plain_unsigned(args[k->stream], POINTER_MAX, &x)) {
+            return 0; /* a Stream object, or a bad handle: the general path */
+        }
+        stream = (void *)(uintptr_t)x;
+        stream_known = 1;
+    }
+    if (k->op >= 0) { /* a name of OPS or a plain int (an Op: the general path) */
+        PyObject *o = args[k->op];
+        if (PyUnicode_CheckExact(o)) {
+            o = PyDict_GetItemWithError(op_codes, o); /* borrowed */
+            if (o == NULL) {
+                PyErr_Clear();
+                return 0;
+            }
+        }
+        if (!plain_int(o, &op)) {
+            return 0;
+        }
+    }
+    if (k->root >= 0 && !plain_int(args[k->root], &root)) {
+        return 0;
+    }
+    int got = read_tensor(args[k->first], &first, &stream_known, &stream);
+    if (got <= 0) {
+        return got;
+    }
+    PyObject *s = k->second >= 0 ? args[k->second] : NULL;
+    int none = s == Py_None;
+    if (k->second_is != NONE && !(none && (k->second_is == SAME_INPLACE || k->second_is == BLOCKS_NULL))) {
+        if (none || (got = read_tensor(s, &second, &stream_known, &stream)) <= 0) {
+            return none ? 0 : got;
+        }
+        size_t want = first.count;
+        if (k->second_is == BLOCKS || k->second_is == BLOCKS_NULL) {
+            int size = comm_size_now(comm_id);
+            if (size == 0 || (first.count != 0 && (size_t)size > SIZE_MAX / first.count)) {
+                return 0;
+            }
+            want = first.count * (size_t)size;
+        }
+        if (second.count != want || second.code != first.code) {
+            return 0;
+        }
+    } else if (k->second_is == SAME_INPLACE) {
+        second.ptr = first.ptr; /* None: in place */
+    }
+    size_t count = first.count;
+    if (k->which == ALL_TO_ALL) {
+        int size = comm_size_now(comm_id);
+        if (size == 0 || count % (size_t)size != 0) {
+            return 0;
+        }
+        count /= (size_t)size;
+    }
+    /* invoke()'s layout: comm_id, send, recv, count, dtype, then op/root, stream */
+    a[0].i = comm_id;
+    a[1].p = k->first_receives ? second.ptr : first.ptr;
+    a[2].p = k->first_receives ? first.ptr : second.ptr;
+    a[3].s = count;
+    a[4].i = first.code;
+    switch (k->which) {
+    case ALL_REDUCE:
+    case REDUCE_SCATTER:
+        a[5].i = op;
+        a[6].p = stream;
+        break;
+    case BROADCAST:
+    case GATHER:
+    case SCATTER:
+        a[5].i = root;
+        a[6].p = stream;
+        break;
+    case REDUCE:
+        a[5].i = op;
+        a[6].i = root;
+        a[7].p = stream;
+        break;
+    case ALL_GATHER:
+    case ALL_TO_ALL:
+        a[5].p = stream;
+        break;
+    default: /* SEND, RECV: comm_id, buffer, count, dtype, peer, stream */
+        a[1].p = first.ptr;
+        a[2].s = count;
+        a[3].i = first.code;
+        a[4].i = root;
+        a[5].p = stream;
+        break;
+    }
+    return 1;
+}
+
+static PyObject *fused_call(int which, PyObject *const *args, Py_ssize_t nargs) {
+    const fused_t *k = &fused[which];
+    arg_t a[MAX_ARGS];
+    if (nargs != k->nargs) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %d arguments (%zd given)", k->name, k->nargs, nargs);
+        return NULL;
+    }
+    int got = fused_arguments(k, args, a);
+    if (got <= 0) {
+        if (got < 0) {
+            return NULL;
+        }
+        fused_declined++;
+        return PyLong_FromLong(DECLINED);
+    }
+    fused_made++;
+    uintptr_t f = bound[k->which];
+    hidet_nccl_status_t status;
+    Py_BEGIN_ALLOW_THREADS
+    status = invoke(k->which, f, a);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong((long)status);
+}
+
+#define FUSED_ENTRY(fn, WHICH) \
+    static PyObject *fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs) { \
+        (void)module; \
+        return fused_call(WHICH, args, nargs); \
+    }
+FUSED_ENTRY(torch_all_reduce, F_ALL_REDUCE)
+FUSED_ENTRY(torch_broadcast, F_BROADCAST)
+FUSED_ENTRY(torch_reduce, F_REDUCE)
+FUSED_ENTRY(torch_all_gather, F_ALL_GATHER)
+FUSED_ENTRY(torch_reduce_scatter, F_REDUCE_SCATTER)
+FUSED_ENTRY(torch_all_to_all, F_ALL_TO_ALL)
+FUSED_ENTRY(torch_gather, F_GATHER)
+FUSED_ENTRY(torch_scatter, F_SCATTER)
+FUSED_ENTRY(torch_send, F_SEND)
+FUSED_ENTRY(torch_recv, F_RECV)
+
+/* torch_read(tensor, stream) -> (pointer, count, dtype code, stream), or -1 declined: what the
+ * functions above read of a tensor (the tests' window on it; stream None: torch's current). */
+static PyObject *torch_read(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    tensor_t t;
+    int stream_known = 0;
+    void *stream = NULL;
+    unsigned long long x;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "torch_read() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (args[1] != Py_None) {
+        if (!plain_unsigned(args[1], POINTER_MAX, &x)) {
+            return PyLong_FromLong(DECLINED);
+        }
+        stream = (void *)(uintptr_t)x;
+        stream_known = 1;
+    }
+    int got = torch_classes == NULL ? 0 : read_tensor(args[0], &t, &stream_known, &stream);
+    if (got <= 0) {
+        return got < 0 ? NULL : PyLong_FromLong(DECLINED);
+    }
+    return Py_BuildValue("(KKiK)", (unsigned long long)(uintptr_t)t.ptr, (unsigned long long)t.count, t.code,
+                         (unsigned long long)(uintptr_t)stream);
+}
+
+/* torch_counts() -> (calls made by the functions above, calls they declined). */
+static PyObject *torch_counts(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    (void)args;
+    if (nargs != 0) {
+        PyErr_SetString(PyExc_TypeError, "torch_counts() takes no arguments");
+        return NULL;
+    }
+    return Py_BuildValue("(KK)", fused_made, fused_declined);
+}
+
+/* bind_torch(tensor_classes, torch_codes, ops, arrays_namespace): _arrays' set of torch tensor
+ * classes, its dict of torch dtypes' codes, OPS and its namespace (vars(_arrays)), kept and
+ * read as they are at each call. */
+static PyObject *bind_torch(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 4 || !PyAnySet_Check(args[0]) || !PyDict_Check(args[1]) || !PyDict_Check(args[2]) ||
+        !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "bind_torch() takes a set of classes, a dict of dtype codes, a dict of op "
+                                         "codes and _arrays' namespace (a dict)");
+        return NULL;
+    }
+    PyObject **slots[4] = {&torch_classes, &torch_codes, &op_codes, &arrays_names};
+    for (int k = 0; k < 4; k++) {
+        PyObject *old = *slots[k];
+        Py_INCREF(args[k]);
+        *slots[k] = args[k];
+        Py_XDECREF(old);
+    }
+    Py_RETURN_NONE;
+}
+
 /* The address of `name` in addresses (a dict), checked, into *out; 0, or -1 with ValueError (no
  * address, or None) or the error of a bad one. */
 static int address_of(PyObject *addresses, const char *name, uintptr_t *out) {
@@ -412,6 +843,31 @@ static PyMethodDef methods[] = {
     {"hidet_nccl_barrier", FASTCALL(barrier), "hidet_nccl_barrier(comm_id, stream) -> status"},
     {"comm_size", FASTCALL(comm_size), "comm_size(comm_id) -> (status, size): hidet_nccl_comm_size"},
     {"repeat", FASTCALL(repeat), "repeat(n, name, *arguments) -> status: name's function n times (benchmarks)"},
+    {"torch_all_reduce", FASTCALL(torch_all_reduce),
+     "torch_all_reduce(comm_id, tensor, out, op, stream) -> status, or -1: Communicator.all_reduce on torch tensors"},
+    {"torch_broadcast", FASTCALL(torch_broadcast),
+     "torch_broadcast(comm_id, tensor, root, out, stream) -> status, or -1: Communicator.broadcast on torch tensors"},
+    {"torch_reduce", FASTCALL(torch_reduce),
+     "torch_reduce(comm_id, tensor, root, out, op, stream) -> status, or -1: Communicator.reduce on torch tensors"},
+    {"torch_all_gather", FASTCALL(torch_all_gather),
+     "torch_all_gather(comm_id, tensor, out, stream) -> status, or -1: Communicator.all_gather on torch tensors"},
+    {"torch_reduce_scatter", FASTCALL(torch_reduce_scatter),
+     "torch_reduce_scatter(comm_id, tensor, out, op, stream) -> status, or -1: Communicator.reduce_scatter"},
+    {"torch_all_to_all", FASTCALL(torch_all_to_all),
+     "torch_all_to_all(comm_id, tensor, out, stream) -> status, or -1: Communicator.all_to_all on torch tensors"},
+    {"torch_gather", FASTCALL(torch_gather),
+     "torch_gather(comm_id, tensor, out, root, stream) -> status, or -1: Communicator.gather on torch tensors"},
+    {"torch_scatter", FASTCALL(torch_scatter),
+     "torch_scatter(comm_id, tensor, out, root, stream) -> status, or -1: Communicator.scatter on torch tensors"},
+    {"torch_send", FASTCALL(torch_send),
+     "torch_send(comm_id, tensor, peer, stream) -> status, or -1: Communicator.send on a torch tensor"},
+    {"torch_recv", FASTCALL(torch_recv),
+     "torch_recv(comm_id, tensor, peer, stream) -> status, or -1: Communicator.recv on a torch tensor"},
+    {"torch_read", FASTCALL(torch_read),
+     "torch_read(tensor, stream) -> (pointer, count, dtype code, stream), or -1: what the torch_ functions read"},
+    {"torch_counts", FASTCALL(torch_counts), "torch_counts() -> (torch_ calls made, torch_ calls declined)"},
+    {"bind_torch", FASTCALL(bind_torch),
+     "bind_torch(tensor_classes, torch_codes, ops, arrays_namespace): what the torch_ functions mirror of _arrays"},
     {"bind", FASTCALL(bind),
      "bind({C function name: address}): the library the functions call (FUNCTIONS and hidet_nccl_comm_size)"},
     {NULL, NULL, 0, NULL},
@@ -433,6 +889,18 @@ PyMODINIT_FUNC PyInit__calls(void) {
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) {
         return NULL;
+    }
+    struct {
+        PyObject **slot;
+        const char *text;
+    } interned[] = {{&s_is_cuda, "is_cuda"}, {&s_is_contiguous, "is_contiguous"}, {&s_dtype, "dtype"},
+                    {&s_get_device, "get_device"}, {&s_data_ptr, "data_ptr"}, {&s_numel, "numel"},
+                    {&s_torch_stream, "_torch_stream"}};
+    for (size_t k = 0; k < sizeof interned / sizeof interned[0]; k++) {
+        if (*interned[k].slot == NULL && (*interned[k].slot = PyUnicode_InternFromString(interned[k].text)) == NULL) {
+            Py_DECREF(module);
+            return NULL;
+        }
     }
     PyObject *names = PyTuple_New(NUM_CALLS);
     if (names == NULL) {

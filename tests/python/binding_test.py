@@ -62,12 +62,16 @@ class DLPackArray:
 
 class Recorder:
     """Stands in for the package's C functions (hidet_nccl._c, and hidet_nccl._calls, through
-    which the collectives call): records each call, returns success."""
+    which the collectives call): records each call, returns success. The calls on torch tensors
+    done whole in the extension (hidet_nccl._lib.TORCH_CALLS) decline, as through ctypes: what
+    is recorded is the C function's arguments, from the general path."""
 
     def __init__(self):
         self.calls = []
 
     def __getattr__(self, name):
+        if name in hn._lib.TORCH_CALLS:
+            return hn._lib._declined
         return lambda *args: self.calls.append((name, args)) or 0
 
 

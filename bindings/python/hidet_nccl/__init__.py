@@ -294,12 +294,18 @@ class Communicator:
     # capsule). The C functions are _calls' (the extension's, else ctypes'), each a plain
     # attribute; a status that is not success raises (check). Every argument is checked as
     # before, and the extension checks each again as it converts it.
+    # A torch tensor's call is first offered whole to the extension (_calls.torch_NAME, calls.c:
+    # the tensors read there as _arrays.array reads them, the method's checks, the C call): its
+    # status, or -1 where it declines (not a torch tensor of a class seen, anything unusual;
+    # through ctypes always), and then the general path below it, which says why it refuses.
 
     def all_reduce(self, tensor, out=None, op="sum", stream=None):
         """out = op over ranks of tensor (out None: in place)."""
-        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
-        out_ptr, out_hold = (ptr, None) if out is None else _same(out, s, count, code, "out")
-        status = _calls.hidet_nccl_all_reduce(self.id, ptr, out_ptr, count, code, _op_code(op), s)
+        status = _calls.torch_all_reduce(self.id, tensor, out, op, stream)
+        if status < 0:
+            ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+            out_ptr, out_hold = (ptr, None) if out is None else _same(out, s, count, code, "out")
+            status = _calls.hidet_nccl_all_reduce(self.id, ptr, out_ptr, count, code, _op_code(op), s)
         if status:
             check(status)
 
@@ -316,73 +322,92 @@ class Communicator:
 
     def broadcast(self, tensor, root=0, out=None, stream=None):
         """out on every rank = tensor of root (out None: in place)."""
-        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
-        out_ptr, out_hold = (ptr, None) if out is None else _same(out, s, count, code, "out")
-        status = _calls.hidet_nccl_broadcast(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s)
+        status = _calls.torch_broadcast(self.id, tensor, root, out, stream)
+        if status < 0:
+            ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+            out_ptr, out_hold = (ptr, None) if out is None else _same(out, s, count, code, "out")
+            status = _calls.hidet_nccl_broadcast(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s)
         if status:
             check(status)
 
     def reduce(self, tensor, root=0, out=None, op="sum", stream=None):
         """out on root = op over ranks of tensor (out None: in place; unused elsewhere)."""
-        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
-        out_ptr, out_hold = (ptr, None) if out is None else _same(out, s, count, code, "out")
-        status = _calls.hidet_nccl_reduce(self.id, ptr, out_ptr, count, code, _op_code(op), _check.c_int("root", root),
-                                          s)
+        status = _calls.torch_reduce(self.id, tensor, root, out, op, stream)
+        if status < 0:
+            ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+            out_ptr, out_hold = (ptr, None) if out is None else _same(out, s, count, code, "out")
+            status = _calls.hidet_nccl_reduce(self.id, ptr, out_ptr, count, code, _op_code(op),
+                                              _check.c_int("root", root), s)
         if status:
             check(status)
 
     def all_gather(self, tensor, out, stream=None):
         """out (size times tensor's elements) = every rank's tensor, in rank order."""
-        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
-        out_ptr, out_hold = self._blocks(out, s, count, code, "out")
-        status = _calls.hidet_nccl_all_gather(self.id, ptr, out_ptr, count, code, s)
+        status = _calls.torch_all_gather(self.id, tensor, out, stream)
+        if status < 0:
+            ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+            out_ptr, out_hold = self._blocks(out, s, count, code, "out")
+            status = _calls.hidet_nccl_all_gather(self.id, ptr, out_ptr, count, code, s)
         if status:
             check(status)
 
     def reduce_scatter(self, tensor, out, op="sum", stream=None):
         """out on rank r = op over ranks of block r of tensor (size times out's elements)."""
-        out_ptr, count, code, s, out_hold = _array(out, stream, "out")
-        ptr, hold = self._blocks(tensor, s, count, code, "tensor")
-        status = _calls.hidet_nccl_reduce_scatter(self.id, ptr, out_ptr, count, code, _op_code(op), s)
+        status = _calls.torch_reduce_scatter(self.id, tensor, out, op, stream)
+        if status < 0:
+            out_ptr, count, code, s, out_hold = _array(out, stream, "out")
+            ptr, hold = self._blocks(tensor, s, count, code, "tensor")
+            status = _calls.hidet_nccl_reduce_scatter(self.id, ptr, out_ptr, count, code, _op_code(op), s)
         if status:
             check(status)
 
     def all_to_all(self, tensor, out, stream=None):
         """Block j of tensor to rank j, landing as block r (the sender) of out."""
-        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
-        out_ptr, out_hold = _same(out, s, count, code, "out")
-        size = self.size
-        if count % size:
-            raise ValueError("hidet_nccl: all_to_all of %d elements over %d ranks: not whole blocks" % (count, size))
-        status = _calls.hidet_nccl_all_to_all(self.id, ptr, out_ptr, count // size, code, s)
+        status = _calls.torch_all_to_all(self.id, tensor, out, stream)
+        if status < 0:
+            ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+            out_ptr, out_hold = _same(out, s, count, code, "out")
+            size = self.size
+            if count % size:
+                raise ValueError("hidet_nccl: all_to_all of %d elements over %d ranks: not whole blocks"
+                                 % (count, size))
+            status = _calls.hidet_nccl_all_to_all(self.id, ptr, out_ptr, count // size, code, s)
         if status:
             check(status)
 
     def gather(self, tensor, out=None, root=0, stream=None):
         """out on root (size times tensor's elements) = every rank's tensor, in rank order."""
-        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
-        out_ptr, out_hold = (None, None) if out is None else self._blocks(out, s, count, code, "out")
-        status = _calls.hidet_nccl_gather(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s)
+        status = _calls.torch_gather(self.id, tensor, out, root, stream)
+        if status < 0:
+            ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+            out_ptr, out_hold = (None, None) if out is None else self._blocks(out, s, count, code, "out")
+            status = _calls.hidet_nccl_gather(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s)
         if status:
             check(status)
 
     def scatter(self, tensor, out, root=0, stream=None):
         """out on rank r = block r of root's tensor (size times out's elements; None elsewhere)."""
-        out_ptr, count, code, s, out_hold = _array(out, stream, "out")
-        ptr, hold = (None, None) if tensor is None else self._blocks(tensor, s, count, code, "tensor")
-        status = _calls.hidet_nccl_scatter(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s)
+        status = _calls.torch_scatter(self.id, tensor, out, root, stream)
+        if status < 0:
+            out_ptr, count, code, s, out_hold = _array(out, stream, "out")
+            ptr, hold = (None, None) if tensor is None else self._blocks(tensor, s, count, code, "tensor")
+            status = _calls.hidet_nccl_scatter(self.id, ptr, out_ptr, count, code, _check.c_int("root", root), s)
         if status:
             check(status)
 
     def send(self, tensor, peer, stream=None):
-        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
-        status = _calls.hidet_nccl_send(self.id, ptr, count, code, _check.c_int("peer", peer), s)
+        status = _calls.torch_send(self.id, tensor, peer, stream)
+        if status < 0:
+            ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+            status = _calls.hidet_nccl_send(self.id, ptr, count, code, _check.c_int("peer", peer), s)
         if status:
             check(status)
 
     def recv(self, tensor, peer, stream=None):
-        ptr, count, code, s, hold = _array(tensor, stream, "tensor")
-        status = _calls.hidet_nccl_recv(self.id, ptr, count, code, _check.c_int("peer", peer), s)
+        status = _calls.torch_recv(self.id, tensor, peer, stream)
+        if status < 0:
+            ptr, count, code, s, hold = _array(tensor, stream, "tensor")
+            status = _calls.hidet_nccl_recv(self.id, ptr, count, code, _check.c_int("peer", peer), s)
         if status:
             check(status)
 

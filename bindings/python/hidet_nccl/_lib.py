@@ -5,6 +5,8 @@ import ctypes
 import os
 import sys
 
+from . import _arrays
+
 _c_int_p = ctypes.POINTER(ctypes.c_int)
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -203,7 +205,21 @@ CALLS = (
     "hidet_nccl_reduce", "hidet_nccl_all_gather", "hidet_nccl_reduce_scatter", "hidet_nccl_all_to_all",
     "hidet_nccl_gather", "hidet_nccl_scatter", "hidet_nccl_send", "hidet_nccl_recv", "hidet_nccl_barrier",
 )
-_CALLS_API = 1  # calls.c's CALLS_API: the functions and arguments this package expects of it
+# The Communicator methods' calls on torch tensors, done whole in the extension (calls.c,
+# "torch tensors, read here"): each takes the method's arguments (comm_id first) and returns the
+# status, or -1 where it declines (not a torch tensor of a class seen, anything unusual): the
+# method then takes its general path (_arrays.array and the function of CALLS), which says why
+# when it refuses. Through ctypes, or with fused=False, each is _declined.
+TORCH_CALLS = (
+    "torch_all_reduce", "torch_broadcast", "torch_reduce", "torch_all_gather", "torch_reduce_scatter",
+    "torch_all_to_all", "torch_gather", "torch_scatter", "torch_send", "torch_recv",
+)
+_CALLS_API = 2  # calls.c's CALLS_API: the functions and arguments this package expects of it
+
+
+def _declined(*args):
+    """A TORCH_CALLS function where there is none: every call takes the general path."""
+    return -1
 
 
 def _comm_size_by_ctypes(comm_id):
@@ -222,7 +238,8 @@ def _import_extension():
         from . import _calls
     except ImportError as e:
         return None, "no extension module hidet_nccl/_calls (%s)" % e
-    if getattr(_calls, "API", None) != _CALLS_API or not set(CALLS) <= set(getattr(_calls, "FUNCTIONS", ())):
+    if (getattr(_calls, "API", None) != _CALLS_API or not set(CALLS) <= set(getattr(_calls, "FUNCTIONS", ()))
+            or not all(hasattr(_calls, name) for name in TORCH_CALLS + ("bind_torch",))):
         return None, "%s is of another version (API %r; this package's is %d)" % (
             getattr(_calls, "__file__", "hidet_nccl._calls"), getattr(_calls, "API", None), _CALLS_API)
     return _calls, None
@@ -232,16 +249,19 @@ extension, extension_missing = _import_extension()
 
 
 class _Calls:
-    """The functions of CALLS as attributes (calls.hidet_nccl_all_reduce(...) -> status), and
-    comm_size(comm_id) -> (status, size), through `path`: "extension" (the module `extension`)
-    when it imported, else "ctypes". The first use of any loads the library (load(), as
-    functions.NAME does) and binds them all; after that each is a plain attribute of this object
-    (read as fast as Python reads one). bind("ctypes") or bind("extension") chooses again (the
-    tests run both)."""
+    """The functions of CALLS as attributes (calls.hidet_nccl_all_reduce(...) -> status),
+    comm_size(comm_id) -> (status, size), and those of TORCH_CALLS, through `path`: "extension"
+    (the module `extension`) when it imported, else "ctypes". The first use of any loads the
+    library (load(), as functions.NAME does) and binds them all; after that each is a plain
+    attribute of this object (read as fast as Python reads one). bind("ctypes") or
+    bind("extension") chooses again (the tests run both); bind("extension", fused=False) leaves
+    the TORCH_CALLS out (they decline: the benchmarks' "unfused" column). `fused` says whether
+    they are the extension's."""
 
     def __init__(self):
         self.path = "ctypes" if extension is None else "extension"
-        for name in CALLS + ("comm_size",):
+        self.fused = False
+        for name in CALLS + TORCH_CALLS + ("comm_size",):
             setattr(self, name, self._first_use(name))
 
     def _first_use(self, name):
@@ -251,7 +271,7 @@ class _Calls:
         first.__name__ = name
         return first
 
-    def bind(self, path):
+    def bind(self, path, fused=True):
         lib = load()
         if path == "extension":
             if extension is None:
@@ -259,14 +279,19 @@ class _Calls:
             # The addresses of the functions in the copy ctypes loaded: one library, one registry.
             extension.bind({name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
                             for name in CALLS + ("hidet_nccl_comm_size",)})
+            # What the torch_ functions mirror: _arrays' own set, dicts and namespace, read as they
+            # are at each call (a class or dtype _arrays takes in is taken there from then on).
+            extension.bind_torch(_arrays._tensor_classes, _arrays._torch_codes, _arrays.OPS, vars(_arrays))
             source, self.comm_size = extension, extension.comm_size
         elif path == "ctypes":
-            source, self.comm_size = lib, _comm_size_by_ctypes
+            source, self.comm_size, fused = lib, _comm_size_by_ctypes, False
         else:
             raise ValueError("hidet_nccl: a call path is 'extension' or 'ctypes', not %r" % (path,))
         for name in CALLS:
             setattr(self, name, getattr(source, name))
-        self.path = path
+        for name in TORCH_CALLS:
+            setattr(self, name, getattr(source, name) if fused else _declined)
+        self.path, self.fused = path, bool(fused)
 
 
 calls = _Calls()
