@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -112,6 +113,55 @@ static void test_ring_wraps(void) {
         }
     }
     tr_free(&set);
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(id), HIDET_NCCL_SUCCESS, NULL);
+    set_env("HIDET_NCCL_TRACE_ENTRIES", NULL);
+}
+
+static double wall_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Each entry's time ("t", seconds since the epoch) is its call's: between the wall clock read
+ * just before and just after the call (to 2 ms), for two calls 30 ms apart. The recorder stamps
+ * with the CPU's counter and the dump converts (core/trace/trace_clock_int.h): a wrong scale or
+ * base shows here. */
+static void test_stamps(void) {
+    set_env("HIDET_NCCL_TRACE_ENTRIES", "16");
+    static fake_comm_t c = {4, 1};
+    int id = adopt(&c);
+    double window[2][2];
+    for (int k = 0; k < 2; k++) {
+        if (k) nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
+        window[k][0] = wall_now();
+        HN_ASSERT_STATUS(hidet_nccl_broadcast(id, g_buf, g_buf, 1, HIDET_NCCL_FLOAT32, 0, STREAM), HIDET_NCCL_SUCCESS,
+                         NULL);
+        window[k][1] = wall_now();
+    }
+    char path[4096];
+    HN_ASSERT_STATUS(hidet_nccl_trace_dump(g_dir, path, sizeof path), HIDET_NCCL_SUCCESS, NULL);
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char line[4096];
+    int seen = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        json_t *o = json_loads(line, 0, NULL);
+        if (o == NULL) continue;
+        const char *type = json_string_value(json_object_get(o, "type"));
+        json_int_t comm = json_integer_value(json_object_get(o, "comm"));
+        json_int_t seq = json_integer_value(json_object_get(o, "seq"));
+        if (type != NULL && strcmp(type, "op") == 0 && comm == id && seq >= 0 && seq < 2) {
+            double t = json_number_value(json_object_get(o, "t"));
+            CU_ASSERT(t >= window[seq][0] - 0.002 && t <= window[seq][1] + 0.002);
+            if (!(t >= window[seq][0] - 0.002 && t <= window[seq][1] + 0.002))
+                fprintf(stderr, "op %d: t %.6f outside [%.6f, %.6f]\n", (int)seq, t, window[seq][0], window[seq][1]);
+            seen++;
+        }
+        json_decref(o);
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(seen, 2);
     HN_ASSERT_STATUS(hidet_nccl_comm_destroy(id), HIDET_NCCL_SUCCESS, NULL);
     set_env("HIDET_NCCL_TRACE_ENTRIES", NULL);
 }
@@ -301,6 +351,7 @@ int main(int argc, char **argv) {
     }
     static const hn_test_t tests[] = {
         {"the ring wraps; every field as called", test_ring_wraps},
+        {"each entry stamped with its call's time", test_stamps},
         {"the recorder off", test_recorder_off},
         {"bad tags and trace directories", test_bad_tags_and_dirs},
         {"a dump that cannot be written leaves nothing", test_full_disk},
