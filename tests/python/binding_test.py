@@ -849,6 +849,279 @@ class CallPaths(FakeNcclCase):
         self.assertEqual(calls(), [])
 
 
+class FusedTorch(FakeNcclCase):
+    """A torch tensor's call done whole in the extension (calls.c, hidet_nccl._lib.TORCH_CALLS:
+    the method's arguments as given, the tensors read there through the stand-in's methods),
+    against the general path (the same extension with fused=False: _arrays.array, then the C
+    function): the same calls reach NCCL, the same statuses and messages come back, and every
+    case out of the ordinary is declined (-1) there and refused, or taken, by the general path
+    in its own words. torch's own exceptions go out as they are. No reference is kept."""
+
+    S = 0x5150 + 2 ** 40  # torch's current stream, one object (its references are counted below)
+
+    def setUp(self):
+        super().setUp()
+        if hn._lib.extension is None:
+            self.skipTest(hn._lib.extension_missing)
+        self.ext = hn._lib.extension
+        stand_in = torch_stand_in(raw=lambda d: self.S, public=lambda d: self.S)
+        stand_in.__enter__()
+        self.addCleanup(stand_in.__exit__, None, None, None)
+        self.addCleanup(hn._lib.calls.bind, PATH)
+        hn._lib.calls.bind("extension")
+        COMM.all_reduce(Tensor(0x1000, 4))  # the class taken in, torch's stream chosen (general path)
+        FAKE_LIB.fake_nccl_clear()
+
+    def outcome(self, call, fused):
+        """(exception type, message, what reached NCCL, (made, declined) by the fused functions)
+        of call() with the fused functions bound or not."""
+        hn._lib.calls.bind("extension", fused=fused)
+        FAKE_LIB.fake_nccl_clear()
+        before = self.ext.torch_counts()
+        error = None
+        try:
+            call()
+        except Exception as e:  # noqa: BLE001 -- compared below, whatever it is
+            error = e
+        after = self.ext.torch_counts()
+        log = [(c.fn, c.send, c.recv, c.count, c.type, c.op, c.rank) for c in calls()]
+        return (type(error), str(error), log, (after[0] - before[0], after[1] - before[1]))
+
+    def same(self, label, call, counts):
+        """call() fused and not: the same outcome; the fused functions' (made, declined) counts."""
+        with self.subTest(label):
+            fused, general = self.outcome(call, True), self.outcome(call, False)
+            self.assertEqual(fused[:3], general[:3])
+            self.assertEqual(fused[3], counts)
+            self.assertEqual(general[3], (0, 0))
+            return fused
+
+    def test_same_calls_reach_nccl(self):
+        T, made = Tensor, (1, 0)
+        cases = (
+            ("all_reduce in place", lambda: COMM.all_reduce(T(0x1000, 1000))),
+            ("all_reduce out of place, max, stream=", lambda: COMM.all_reduce(T(0x1000, 4), out=T(0x2000, 4),
+                                                                               op="max", stream=0x77)),
+            ("all_reduce op as an int", lambda: COMM.all_reduce(T(0x1000, 4, "bfloat16"), op=3)),
+            ("broadcast root 2", lambda: COMM.broadcast(T(0x1000, 4), root=2)),
+            ("broadcast out", lambda: COMM.broadcast(T(0x1000, 4), root=0, out=T(0x2000, 4))),
+            ("reduce", lambda: COMM.reduce(T(0x1000, 4), root=3, op="prod")),
+            ("reduce out", lambda: COMM.reduce(T(0x1000, 4), root=1, out=T(0x2000, 4), op="min")),
+            ("all_gather", lambda: COMM.all_gather(T(0x1000, 2), out=T(0x2000, 8))),
+            ("reduce_scatter", lambda: COMM.reduce_scatter(T(0x2000, 8), out=T(0x1000, 2), op="avg")),
+            ("all_to_all", lambda: COMM.all_to_all(T(0x1000, 8), out=T(0x2000, 8))),
+            ("gather on the root", lambda: COMM.gather(T(0x1000, 2), out=T(0x2000, 8), root=1)),
+            ("gather off the root", lambda: COMM.gather(T(0x1000, 2), root=0)),
+            ("scatter on the root", lambda: COMM.scatter(T(0x2000, 8), out=T(0x1000, 2), root=1)),
+            ("scatter off the root", lambda: COMM.scatter(None, out=T(0x1000, 2), root=0)),
+            ("send", lambda: COMM.send(T(0x1000, 4), peer=2)),
+            ("recv", lambda: COMM.recv(T(0x1000, 4), peer=0, stream=0)),
+            ("an empty tensor", lambda: COMM.all_reduce(T(0x1000, 0))),
+        )
+        for label, call in cases:
+            got = self.same(label, call, made)
+            self.assertIs(got[0], type(None), got[1])
+            self.assertEqual(len(got[2]), 0 if label == "an empty tensor" else 1, label)  # 0 elements: no NCCL
+        hn._lib.calls.bind("extension")
+        FAKE_LIB.fake_nccl_clear()
+        before = self.ext.torch_counts()[0]
+        with hn.group():  # a group of a send and a receive
+            COMM.send(T(0x1000, 4), peer=2)
+            COMM.recv(T(0x2000, 4), peer=0)
+        self.assertEqual([(c.fn.decode(), c.depth) for c in calls()],
+                         [("ncclGroupStart", 1), ("ncclSend", 1), ("ncclRecv", 1), ("ncclGroupEnd", 0)])
+        self.assertEqual(self.ext.torch_counts()[0], before + 2)
+
+    def test_statuses_and_messages(self):
+        """A failure of the library: its status and message, the same either way."""
+        for label, call in (("unknown communicator", lambda: hn.Communicator(12345).all_reduce(Tensor(0x1000, 4))),
+                            ("peer out of range", lambda: COMM.send(Tensor(0x1000, 4), peer=9)),
+                            ("root out of range", lambda: COMM.broadcast(Tensor(0x1000, 4), root=-1))):
+            got = self.same(label, call, (1, 0))
+            self.assertIs(got[0], hn.HidetNcclError)
+
+    def test_what_reads_what(self):
+        """torch_read: the pointer, count, code and stream the fused functions read; the stream
+        given, else torch's current stream of the tensor's device (get_device() asked then only)."""
+        t = Tensor(0x1000, 6, "bfloat16", device=2)
+        self.assertEqual(self.ext.torch_read(t, None), (0x1000, 6, hn.DTYPES["bfloat16"], self.S))
+        self.assertEqual(t.asked, {"is_contiguous": 1, "get_device": 1, "data_ptr": 1, "numel": 1})
+        t = Tensor(0x1000, 6)
+        self.assertEqual(self.ext.torch_read(t, 0x77), (0x1000, 6, hn.DTYPES["float32"], 0x77))
+        self.assertNotIn("get_device", t.asked)
+        for stream in (-1, 2 ** 64, "0", types.SimpleNamespace(cuda_stream=0)):
+            self.assertEqual(self.ext.torch_read(t, stream), -1)
+        self.assertEqual(self.ext.torch_read(CudaArray(0x1000, (4,), "<f4"), None), -1)
+        t = Tensor(0x1000, 6)
+        COMM.all_reduce(t)  # fused: each of torch's calls once
+        self.assertEqual(t.asked, {"is_contiguous": 1, "get_device": 1, "data_ptr": 1, "numel": 1})
+
+    def test_stream_asked_as_the_package_asks(self):
+        """The stream through _arrays' choice of the moment (raw or public, decided at the first
+        call torch answers), asked of the tensor's device."""
+        for label, raw, public, public_calls in (("raw agrees", lambda d: 0x5150 + d, lambda d: 0x5150 + d, 1),
+                                                 ("no raw", None, lambda d: 0x5150 + d, 3)):
+            with self.subTest(label), torch_stand_in(raw=raw, public=public) as torch:
+                got = [self.ext.torch_read(Tensor(0x1000, 4, device=d), None)[3] for d in (0, 2, 2)]
+                self.assertEqual(got, [0x5150, 0x5152, 0x5152])
+                self.assertEqual(len(torch.public_asked), public_calls)
+
+    def test_declined(self):
+        """Every case out of the ordinary is declined and goes the general path: refused there in
+        its words, or taken (an __index__ integer, a Stream object, an Op, a CUDA array)."""
+        T, declined = Tensor, (0, 1)
+
+        class Odd(Tensor):
+            """Answers that are not what torch gives: set per instance."""
+        odd = {
+            "is_cuda 1": dict(is_cuda=1),
+            "data_ptr an __index__": dict(data_ptr=lambda: Index(0x1000)),
+            "data_ptr negative": dict(data_ptr=lambda: -4096),
+            "data_ptr a float": dict(data_ptr=lambda: 4096.0),
+            "numel 2**64": dict(numel=lambda: 2 ** 64),
+            "numel -1": dict(numel=lambda: -1),
+            "numel a bool": dict(numel=lambda: True),
+            "is_contiguous 1": dict(is_contiguous=lambda: 1),
+        }
+
+        def odd_tensor(**attrs):
+            t = Odd(0x1000, 4)
+            t.__dict__.update(attrs)
+            return t
+        COMM.all_reduce(Odd(0x1000, 4))  # the class taken in
+        with COMM.premul_sum("float32", 0.5) as half:
+            cases = [
+                ("a CUDA array", lambda: COMM.all_reduce(CudaArray(0x1000, (4,), "<f4"))),
+                ("not an array", lambda: COMM.all_reduce([1, 2])),
+                ("on the CPU", lambda: COMM.all_reduce(T(0x1000, 4, cuda=False))),
+                ("not contiguous", lambda: COMM.all_reduce(T(0x1000, 4, contiguous=False))),
+                ("out not contiguous", lambda: COMM.all_reduce(T(0x1000, 4), out=T(0x2000, 4, contiguous=False))),
+                ("complex32", lambda: COMM.all_reduce(T(0x1000, 4, "complex32"))),
+                ("qint8", lambda: COMM.broadcast(T(0x1000, 4, "qint8"))),
+                ("out of another dtype", lambda: COMM.all_reduce(T(0x1000, 4), out=T(0x2000, 4, "bfloat16"))),
+                ("out of another count", lambda: COMM.reduce(T(0x1000, 4), out=T(0x2000, 5))),
+                ("out a CUDA array", lambda: COMM.all_reduce(T(0x1000, 4), out=CudaArray(0x2000, (4,), "<f4"))),
+                ("all_gather out short", lambda: COMM.all_gather(T(0x1000, 2), out=T(0x2000, 7))),
+                ("all_gather out None", lambda: COMM.all_gather(T(0x1000, 2), out=None)),
+                ("reduce_scatter in short", lambda: COMM.reduce_scatter(T(0x2000, 9), out=T(0x1000, 2))),
+                ("all_to_all not whole blocks", lambda: COMM.all_to_all(T(0x1000, 6), out=T(0x2000, 6))),
+                ("all_to_all out None", lambda: COMM.all_to_all(T(0x1000, 8), out=None)),
+                ("a Stream object", lambda: COMM.all_reduce(T(0x1000, 4), stream=types.SimpleNamespace(
+                    cuda_stream=0x77))),
+                ("stream -1", lambda: COMM.all_reduce(T(0x1000, 4), stream=-1)),
+                ("stream True", lambda: COMM.send(T(0x1000, 4), peer=0, stream=True)),
+                ("stream a str", lambda: COMM.recv(T(0x1000, 4), peer=0, stream="0")),
+                ("op an Op", lambda: COMM.all_reduce(T(0x1000, 4), op=half)),
+                ("op unknown", lambda: COMM.all_reduce(T(0x1000, 4), op="mean")),
+                ("op 1.5", lambda: COMM.reduce(T(0x1000, 4), op=1.5)),
+                ("op 2**40", lambda: COMM.reduce_scatter(T(0x2000, 8), out=T(0x1000, 2), op=2 ** 40)),
+                ("op an __index__", lambda: COMM.all_reduce(T(0x1000, 4), op=Index(2))),
+                ("root 2**32 + 2", lambda: COMM.broadcast(T(0x1000, 4), root=2 ** 32 + 2)),
+                ("root True", lambda: COMM.gather(T(0x1000, 2), out=T(0x2000, 8), root=True)),
+                ("root an __index__", lambda: COMM.scatter(T(0x2000, 8), out=T(0x1000, 2), root=Index(1))),
+                ("peer 2**31", lambda: COMM.send(T(0x1000, 4), peer=2 ** 31)),
+                ("peer None", lambda: COMM.recv(T(0x1000, 4), peer=None)),
+                ("comm_id 2**40", lambda: hn.Communicator.all_reduce(types.SimpleNamespace(id=2 ** 40),
+                                                                     T(0x1000, 4))),
+                ("the size not given", lambda: hn.Communicator(12345).all_gather(T(0x1000, 2), out=T(0x2000, 8))),
+            ] + [("odd: " + k, lambda a=a: COMM.all_reduce(odd_tensor(**a))) for k, a in odd.items()]
+            for label, call in cases:
+                self.same(label, call, declined)
+
+    def test_taken_in_then_fused(self):
+        """A class or a dtype seen the first time: declined, the general path takes it in, and
+        the next call is fused; a refused dtype is declined every time."""
+        class Fresh(Tensor):
+            pass
+        hn._arrays._torch_codes.pop(TORCH_DTYPES["bfloat16"], None)
+        self.same("a new class", lambda: COMM.all_reduce(Fresh(0x1000, 4)), (0, 1))
+        self.same("then", lambda: COMM.all_reduce(Fresh(0x1000, 4)), (1, 0))
+        hn._arrays._torch_codes.pop(TORCH_DTYPES["bfloat16"], None)
+        self.same("a new dtype", lambda: COMM.all_reduce(Tensor(0x1000, 4, "bfloat16")), (0, 1))
+        self.same("then", lambda: COMM.all_reduce(Tensor(0x1000, 4, "bfloat16")), (1, 0))
+        for _ in range(2):
+            self.same("refused", lambda: COMM.all_reduce(Tensor(0x1000, 4, "complex32")), (0, 1))
+
+    def test_torch_raising(self):
+        """torch's own exception goes out as it is, each of its calls made once (no second try
+        by the general path); the same exception the general path gives."""
+        class Broken(Tensor):
+            def numel(self):
+                self._ask("numel", 0)
+                raise RuntimeError("torch says no")
+        COMM.all_reduce(Tensor(0x1000, 4))
+        hn._arrays._tensor_classes.add(Broken)
+        for fused in (True, False):
+            t = Broken(0x1000, 4)
+            got = self.outcome(lambda: COMM.all_reduce(t), fused)
+            self.assertEqual(got[:3], (RuntimeError, "torch says no", []))
+            self.assertEqual(got[3], (0, 0))
+            self.assertEqual(t.asked["numel"], 1)
+        answers = [RuntimeError("CUDA error: initialization error"), 0x5150, 0x5150]
+
+        def public(d):
+            a = answers.pop(0)
+            if isinstance(a, Exception):
+                raise a
+            return a
+        with torch_stand_in(raw=lambda d: 0x5150, public=public) as torch:
+            with self.assertRaisesRegex(RuntimeError, "initialization error"):
+                COMM.all_reduce(Tensor(0x1000, 4))
+            self.assertEqual(self.ext.torch_read(Tensor(0x1000, 4), None)[3], 0x5150)
+            self.assertEqual(self.ext.torch_read(Tensor(0x1000, 4), None)[3], 0x5150)
+            self.assertEqual(len(torch.public_asked), 2)
+
+    def test_arguments(self):
+        for name in hn._lib.TORCH_CALLS:
+            with self.subTest(name), self.assertRaisesRegex(TypeError, name + r"\(\) takes \d arguments"):
+                getattr(self.ext, name)(COMM.id)
+        with self.assertRaises(TypeError):
+            self.ext.bind_torch(set(), {}, {})
+        self.assertEqual(calls(), [])
+
+    def test_no_reference_kept(self):
+        """Every object a call touches has as many references after 2000 calls as before (fused,
+        declined, torch raising), and memory does not grow."""
+        import tracemalloc
+
+        class Broken(Tensor):
+            def numel(self):
+                raise RuntimeError("torch says no")
+        hn._arrays._tensor_classes.add(Broken)
+        t, out, big, part = Tensor(0x1000, 1000), Tensor(0x2000, 1000), Tensor(0x3000, 4000), Tensor(0x4000, 1000)
+        odd, cpu, broken = Tensor(0x1000, 1000, "qint8"), Tensor(0x1000, 1000, cuda=False), Broken(0x1000, 1000)
+        stream, op = 0x77 + 2 ** 40, "max"
+        watched = [t, out, big, part, odd, cpu, broken, t.ptr, t.count, t.index, t.dtype, out.ptr, big.count, odd.dtype,
+                   stream, op, self.S, Tensor, Broken, hn._arrays._tensor_classes, hn._arrays._torch_codes,
+                   hn._arrays._torch_stream, hn._arrays.OPS, vars(hn._arrays)]
+        ext, cid = self.ext, COMM.id
+
+        def loop(n):
+            for _ in range(n):
+                ext.torch_all_reduce(cid, t, None, "sum", None)
+                ext.torch_all_reduce(cid, t, out, op, stream)
+                ext.torch_all_gather(cid, part, big, None)
+                ext.torch_reduce_scatter(cid, big, part, op, None)
+                ext.torch_all_reduce(cid, t, big, "sum", None)  # declined: out's count
+                ext.torch_all_reduce(cid, odd, None, "sum", None)  # declined: the dtype
+                ext.torch_all_reduce(cid, cpu, None, "sum", None)  # declined: the CPU
+                ext.torch_read(t, None)
+                try:
+                    ext.torch_all_reduce(cid, broken, None, "sum", None)
+                except RuntimeError:
+                    pass
+        loop(10)
+        refs = [sys.getrefcount(x) for x in watched]
+        tracemalloc.start()
+        loop(200)
+        first = tracemalloc.get_traced_memory()[0]
+        loop(2000)
+        grown = tracemalloc.get_traced_memory()[0] - first
+        tracemalloc.stop()
+        self.assertEqual([sys.getrefcount(x) for x in watched], refs)
+        self.assertLess(grown, 16384)  # a reference lost per call would be 2000 x 9 objects
+
+
 if __name__ == "__main__":
     hn._lib.calls.bind(PATH)  # "extension" fails here when the module is missing
     FAKE_LIB = ctypes.CDLL(FAKE)
