@@ -7,8 +7,10 @@ send/recv ring, exact; a scaled sum; the same NCCL as torch's in one process.
     hidet-nccl-run -n N python3 torch_gpu_test.py ctypes     (the ctypes path forced; with mpi too)
 The collectives go through the package's extension module (hidet_nccl/_calls.abi3.so, beside
 the package in the GPU bundle and a wheel): a check fails when it is not there or not used,
-unless "ctypes" is given. Prints "<rank>: N checks, N wrong (..., calls through PATH)" and
-exits non-zero on any wrong result."""
+unless "ctypes" is given; and a torch tensor's call is done whole in it (the fused path,
+calls.c's torch_ functions): a check fails when no call took it, or when what it reads of a
+tensor is not what the general path reads. Prints "<rank>: N checks, N wrong (..., calls
+through PATH, fused path: N calls made, N declined)" and exits non-zero on any wrong result."""
 import os
 import sys
 
@@ -152,38 +154,60 @@ torch.cuda.synchronize()
 # at an offset and an nn.Parameter; and bad tensors refused, each time.
 class Spy:
     """Stands in for hidet_nccl._calls (the functions the collectives call, the extension's or
-    ctypes'): records each call's arguments and makes it."""
+    ctypes'): records each call's arguments and makes it; with `decline`, the fused torch_
+    functions decline (-1), as through ctypes: the general path's C call is then recorded."""
 
     def __init__(self, c):
-        self.c, self.seen = c, []
+        self.c, self.seen, self.decline = c, [], False
 
     def __getattr__(self, name):
         fn = getattr(self.c, name)
 
         def spy(*args):
             self.seen.append((name, args))
-            return fn(*args)
+            return -1 if self.decline and name in hidet_nccl._lib.TORCH_CALLS else fn(*args)
         return spy
 
 
-# The collectives so far went through the path asked for: each function is that path's own.
-source = hidet_nccl._lib.extension if want_path == "extension" else hidet_nccl._lib.load()
+# The collectives so far went through the path asked for: each function is that path's own; on
+# the extension's, the torch tensors' calls were done whole there (the fused path).
+ext = hidet_nccl._lib.extension
+source = ext if want_path == "extension" else hidet_nccl._lib.load()
 check(source is not None and all(getattr(hidet_nccl._calls, name) is getattr(source, name)
                                  for name in hidet_nccl._lib.CALLS), "every collective through " + want_path)
+fused = want_path == "extension" and ext is not None
+if fused:
+    check(all(getattr(hidet_nccl._calls, name) is getattr(ext, name) for name in hidet_nccl._lib.TORCH_CALLS),
+          "the torch tensors' calls through the extension's torch_ functions")
+    check(ext.torch_counts()[0] > 0, "the fused path was never taken for torch tensors (made, declined: %s)"
+          % (ext.torch_counts(),))
 spy = hidet_nccl._calls = Spy(hidet_nccl._calls)
 try:
     base = torch.zeros(64, device=dev)
     side = torch.cuda.Stream(device=dev)
     for label, t in (("tensor", base), ("view at offset 8", base[8:40]), ("nn.Parameter", torch.nn.Parameter(base))):
+        comm.all_reduce(t)  # a class seen the first time is taken in by the general path
         for stream in (None, side):
-            spy.seen.clear()
+            where = "a side stream" if stream else "the current stream"
             with torch.cuda.stream(stream):  # None: the stream as it is
-                comm.all_reduce(t)
                 expect = (t.data_ptr(), t.data_ptr(), t.numel(), hidet_nccl.DTYPES["float32"], 0,
                           torch.cuda.current_stream(dev).cuda_stream)
-            check([(name, args[1:]) for name, args in spy.seen] == [("hidet_nccl_all_reduce", expect)],
-                  "%s on %s: %s, expected %s" % (label, "a side stream" if stream else "the current stream",
-                                                 spy.seen, expect))
+                spy.seen.clear()
+                spy.decline = True  # the general path
+                comm.all_reduce(t)
+                general = [(name, args[1:]) for name, args in spy.seen if name not in hidet_nccl._lib.TORCH_CALLS]
+                spy.seen.clear()
+                spy.decline = False  # as it is: fused on the extension's path
+                comm.all_reduce(t)
+                seen = list(spy.seen)
+                read = ext.torch_read(t, None) if fused else None
+            check(general == [("hidet_nccl_all_reduce", expect)],
+                  "%s on %s: %s, expected %s" % (label, where, general, expect))
+            if fused:
+                check(seen == [("torch_all_reduce", (comm.id, t, None, "sum", None))],
+                      "%s on %s, fused: %s" % (label, where, seen))
+                check(read == (expect[0],) + expect[2:4] + expect[5:],
+                      "%s on %s, what the fused path reads: %s, expected %s" % (label, where, read, expect))
     torch.cuda.synchronize()
     for _ in range(2):
         for label, t, error in (("a CPU tensor", torch.zeros(4), ValueError),
@@ -206,8 +230,10 @@ ncc = sorted({line.split()[-1] for line in maps.splitlines() if "libnccl" in lin
 ours = hidet_nccl.nccl_path().split(" (")[0]  # "<path> (already loaded)" when found in the process
 check(len(ncc) == 1 and os.path.realpath(ncc[0]) == os.path.realpath(ours),
       "one NCCL in the process: %s, hidet_nccl's %s" % (ncc, ours))
-print("%d: %d checks, %d wrong (NCCL %s from %s, %d ranks; torch's stream through %s; calls through %s, Python %s)"
+made, declined = ext.torch_counts() if ext is not None else (0, 0)
+print("%d: %d checks, %d wrong (NCCL %s from %s, %d ranks; torch's stream through %s; calls through %s, Python %s; "
+      "fused path: %d calls made, %d declined)"
       % (rank, checks, wrong, hidet_nccl.nccl_version(), hidet_nccl.nccl_path(), n, stream_path,
-         hidet_nccl.call_path(), sys.version.split()[0]))
+         hidet_nccl.call_path(), sys.version.split()[0], made, declined))
 hidet_nccl.finalize()
 sys.exit(1 if wrong else 0)

@@ -3,8 +3,8 @@ recording stand-in for NCCL (no GPU, no torch needed): time per call of `comm.al
 and the other collectives, through the package's extension module and through ctypes, against
 the C call itself.
 
-    python3 tools/dev/python_call_cost.py LIBHIDET_NCCL_SO LIBFAKE_NCCL_SO [--calls N] [--before DIR] [--torch]
-        [--extension _calls.abi3.so]
+    python3 tools/dev/python_call_cost.py LIBHIDET_NCCL_SO LIBFAKE_NCCL_SO [--calls N] [--rounds R] [--before DIR]
+        [--torch] [--extension _calls.abi3.so]
 
 with bindings/python on PYTHONPATH; from Bazel outputs:
 
@@ -17,7 +17,10 @@ with bindings/python on PYTHONPATH; from Bazel outputs:
 (a source tree: Bazel builds it elsewhere); in the GPU bundle and an install it is there:
 
     cd gpu_bundle && PYTHONPATH=python python3 python/python_call_cost.py python/hidet_nccl/lib/libhidet_nccl.so.0 \
-        bin/libfake_nccl.so --torch
+        bin/libfake_nccl.so --torch --calls 10000
+
+(--calls 10000 there: the default 100000 takes minutes with real torch on a slow host CPU; the
+run prints how long it took.)
 
 --before DIR times another copy of the package side by side, in the same process and the same
 rounds (DIR holds a hidet_nccl/ folder; e.g. an earlier commit's:
@@ -43,14 +46,18 @@ package), and rank 1 of 4, on which every collective reaches the stand-in. Array
 Columns: "C" is the C call alone, made N times in a loop in C (the extension's repeat(): no
 Python per call); "ctypes" the hidet_nccl_* function called through ctypes (argtypes set, as
 the package sets them) with the arguments the package passes, status checked; "ext" the same
-through the extension module; "torch* ext", "torch* ctypes", "cai ext", "cai ctypes" the
-package's call with the collectives through the extension and with the ctypes path forced
-(hidet_nccl._lib.calls.bind), each with "+", its difference from "C" (what the package costs
-over the C call: issue 37's target is 1 us on the GPU machine). With --before, the other copy
-("torch* before", "cai before") through whatever path it has. Each value is the best of 9
-rounds of N (default 100000) back-to-back calls, the cases and columns taking turns in each
-round (the loop's own cost, about 10 ns a call, is in all but C): the best, not the median, as
-other work on the machine only ever adds time."""
+through the extension module; then the package's call, each with "+", its difference from "C"
+(what the package costs over the C call: issue 37's target is 1 us on the GPU machine):
+"torch* fused" the package as it is (a torch tensor's call done whole in the extension,
+calls.c's torch_ functions), "torch* ext" the extension without them (hidet_nccl._lib.calls.bind(
+"extension", fused=False): _arrays.array in Python, then the extension's C function),
+"torch* ctypes" the ctypes path forced; "cai ext" and "cai ctypes" the same for the
+__cuda_array_interface__ object (its call is offered to the fused function first, which
+declines it). With --before, the other copy ("torch* before", "cai before") through whatever
+path it has. Each value is the best of R (default 9) rounds of N (default 100000) back-to-back
+calls, the cases and columns taking turns in each round (the loop's own cost, about 10 ns a
+call, is in all but C): the best, not the median, as other work on the machine only ever adds
+time."""
 import argparse
 import ctypes
 import importlib.util
@@ -63,12 +70,14 @@ import types
 parser = argparse.ArgumentParser(description="per-call host cost of the Python package's collectives")
 parser.add_argument("so")
 parser.add_argument("fake")
-parser.add_argument("--calls", type=int, default=100000)
+parser.add_argument("--calls", type=int, default=100000, help="calls per case and round (default 100000)")
+parser.add_argument("--rounds", type=int, default=9, help="rounds, the best kept (default 9)")
 parser.add_argument("--before", help="a folder holding another hidet_nccl/ to time side by side")
 parser.add_argument("--torch", action="store_true", help="real torch tensors on CUDA device 0 (a GPU machine)")
 parser.add_argument("--extension", help="the package's extension module (_calls.abi3.so), when not beside its files")
 args = parser.parse_args()
-ROUNDS = 9
+ROUNDS = max(args.rounds, 1)
+started = time.perf_counter()
 os.environ["HIDET_NCCL_SO"] = os.path.realpath(args.so)
 os.environ["HIDET_NCCL_LIBRARY"] = os.path.realpath(args.fake)
 
@@ -225,7 +234,7 @@ def direct(c1, c4, through):
 
 
 TORCH = "torch" if args.torch else "torch*"
-columns = []  # (heading, {label: loop}, the path to bind first or None)
+columns = []  # (heading, {label: loop}, (the path to bind first, fused) or None)
 for tag, hn in packages:
     c1, c4 = comms(hn)
     if not columns:
@@ -238,26 +247,31 @@ for tag, hn in packages:
         if tag:
             columns.append(("%s %s" % (kind, tag), calls(c1, c4, X), None))
             continue
-        for path in ("extension", "ctypes") if ext is not None else ("ctypes",):
-            columns.append(("%s %s" % (kind, "ext" if path == "extension" else path), calls(c1, c4, X), path))
+        ways = [("ctypes", False)]
+        if ext is not None:
+            ways[:0] = [("extension", True), ("extension", False)] if X is Tensor else [("extension", True)]
+        for path, fused in ways:
+            name = path if path == "ctypes" else "fused" if fused and X is Tensor else "ext"
+            columns.append(("%s %s" % (kind, name), calls(c1, c4, X), (path, fused)))
 
 best = {}  # (heading, label) -> us per call
 for heading, loops, path in columns:
     if path:
-        hidet_nccl._lib.calls.bind(path)
+        hidet_nccl._lib.calls.bind(*path)
     for loop in loops.values():
         loop(args.calls // 10)  # warm
 for _ in range(ROUNDS):
     for label in columns[0][1]:
         for heading, loops, path in columns:
             if path:
-                hidet_nccl._lib.calls.bind(path)
+                hidet_nccl._lib.calls.bind(*path)
             start = time.perf_counter()
             loops[label](args.calls)
             us = (time.perf_counter() - start) / args.calls * 1e6
             best[heading, label] = min(us, best.get((heading, label), us))
 if ext is not None:
     hidet_nccl._lib.calls.bind("extension")
+    fused_counts = ext.torch_counts()
 
 print("us per call (best of %d rounds x %d calls), Python %s; NCCL: the recording stand-in"
       % (ROUNDS, args.calls, sys.version.split()[0]))
@@ -285,3 +299,7 @@ if args.torch:
              torch.cuda.get_device_name(0)))
 else:
     print("torch*: a stand-in for a torch tensor (builtin methods; see the top of this file), not torch")
+if ext is not None:
+    print("%s fused: %d calls made in the extension, %d declined (the cai calls; the first of a class)"
+          % (TORCH, fused_counts[0], fused_counts[1]))
+print("took %.0f s (%d rounds x %d calls)" % (time.perf_counter() - started, ROUNDS, args.calls))

@@ -5,14 +5,18 @@ same processes, on the same tensors and the same NCCL (torch's, which the packag
 8 B (2 float32): time per call of a loop of back-to-back calls, host to host (what a small
 all_reduce costs a Python program): the C call alone (hidet_nccl_all_reduce n times in a loop
 in C, the package's extension module's repeat(): no Python per call), the package's
-comm.all_reduce(t) through its extension module and with the ctypes path forced, and
+comm.all_reduce(t) as it is ("fused": the call done whole in the extension, calls.c's
+torch_all_reduce), through its extension module without that ("extension, unfused":
+_arrays.array in Python, then the extension's C function), and with the ctypes path forced, and
 torch.distributed.all_reduce(t). At one rank an in-place all_reduce is the identity (NCCL queues
 nothing), so the time is all host: the package's "+C" is what it costs over the C call (issue
 37's target: under 1 us). 64 MiB float32: bus bandwidth (2 (n-1)/n x bytes / time), the package
 (its default path) against torch. The ways are timed in alternating rounds (ROUNDS, default 7)
 and the medians compared; every round's result is checked exactly. Prints one line per size and
-the ratios; exits non-zero on a wrong result. Without the extension module (a source tree
-without it), the C and the extension's rows are left out and it says so."""
+the ratios, how many calls the fused path made, and how long the run took; exits non-zero on a
+wrong result. Without the extension module (a source tree without it), the C and the
+extension's rows are left out and it says so. About 40 s on one H200 (mostly torch's and NCCL's
+start); 5 rounds to keep it well under a minute."""
 import os
 import statistics
 import sys
@@ -24,6 +28,7 @@ import torch.distributed as dist
 
 import hidet_nccl
 
+started = time.perf_counter()
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 7
 comm = hidet_nccl.init()
 rank, n = comm.rank, comm.size
@@ -46,10 +51,11 @@ def timed(loop, t, iters):
     return (time.perf_counter() - start) / iters
 
 
-def package(path):
-    """comm.all_reduce(t), iters times, through path ("extension" or "ctypes")."""
+def package(path, fused=True):
+    """comm.all_reduce(t), iters times, through path ("extension" or "ctypes"; fused: with the
+    extension's torch_ functions)."""
     def loop(t, iters):
-        hidet_nccl._lib.calls.bind(path)
+        hidet_nccl._lib.calls.bind(path, fused)
         for _ in range(iters):
             comm.all_reduce(t)
     return loop
@@ -73,7 +79,8 @@ if ext is None and rank == 0:
 for label, count, iters in (("8 B", 2, 2000), ("64 MiB", 16 << 20, 40)):
     t = torch.empty(count, dtype=torch.float32, device=dev)
     if count * 4 <= 64 and ext is not None:
-        libs = {"C call": in_c, "hidet_nccl extension": package("extension"), "hidet_nccl ctypes": package("ctypes")}
+        libs = {"C call": in_c, "hidet_nccl fused": package("extension"),
+                "hidet_nccl extension, unfused": package("extension", False), "hidet_nccl ctypes": package("ctypes")}
     else:
         libs = {"hidet_nccl " + default: package(default)}
     libs["torch.distributed"] = torch_dist
@@ -112,6 +119,13 @@ for label, count, iters in (("8 B", 2, 2000), ("64 MiB", 16 << 20, 40)):
 if rank == 0:
     print("NCCL %s from %s; %d ranks, torch %s, Python %s; the package calls through %s by default" % (
         hidet_nccl.nccl_version(), hidet_nccl.nccl_path(), n, torch.__version__, sys.version.split()[0], default))
+    if ext is not None:
+        made, declined = ext.torch_counts()
+        print("fused path: %d calls made, %d declined (the first of each tensor class); took %.0f s" % (
+            made, declined, time.perf_counter() - started))
+        if made == 0:
+            wrong += 1
+            print("%d: WRONG the fused path was never taken" % rank, file=sys.stderr)
 print("%d: %d wrong" % (rank, wrong))
 dist.destroy_process_group()
 comm.destroy()
