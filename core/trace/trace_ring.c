@@ -4,12 +4,12 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 #include "core/base/status_int.h"
 #include "core/base/log_int.h"
 #include "core/base/thread_int.h"
-#include "core/trace/trace_clock_int.h"
 #include "core/trace/trace_ring_int.h"
 
 static _Thread_local char t_tag[HN_TRACE_TAG_BYTES];
@@ -48,7 +48,6 @@ hn_trace_t *hidet_nccl__trace_new(uint32_t key) {
     if (hidet_nccl__setting_int(HN_SETTING_TRACE_ENTRIES, &entries) != HIDET_NCCL_SUCCESS) /* entries: the default */
         HN_WARN("%s; the flight recorder keeps the default", hidet_nccl__setting_error(HN_SETTING_TRACE_ENTRIES));
     if (entries <= 0) return NULL;
-    hidet_nccl__trace_clock_start(); /* before any entry is stamped */
     size_t bytes = sizeof(hn_trace_t) + (size_t)entries * sizeof(hn_trace_entry_t); /* a multiple of 64, the alignment */
     hn_trace_t *t = aligned_alloc(_Alignof(hn_trace_t), bytes);
     if (t != NULL) memset(t, 0, bytes);
@@ -108,7 +107,9 @@ HN_HOT void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, size_t cou
     hn_trace_entry_t *e = &t->e[slot];
     atomic_store_explicit(&e->stamp, 0, memory_order_relaxed); /* being written */
     atomic_thread_fence(memory_order_release);
-    e->ticks = hidet_nccl__trace_ticks(); /* the CPU's counter: no page touched (trace_clock_int.h) */
+    struct timespec ts; /* the coarse clock: to the kernel's tick (1-4 ms), and a few ns instead of 16-33 */
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    e->t_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     e->coll = coll;
     e->count = count;
     e->dtype = (int16_t)dtype;

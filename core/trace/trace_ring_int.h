@@ -23,7 +23,7 @@ typedef enum {
  * tag is written only when the thread has one. */
 typedef struct {
     _Alignas(64) _Atomic uint64_t stamp; /* seq + 1 once written; 0 while being written (or never) */
-    uint64_t ticks;         /* the recorder's clock at enqueue (trace_clock_int.h) */
+    uint64_t t_ns;          /* CLOCK_MONOTONIC at enqueue */
     const char *coll;       /* static name */
     size_t count;
     int16_t dtype, op;      /* op: a hidet_nccl_op_t, or -1 */
