@@ -13,6 +13,7 @@
 #include "core/nccl/dtype_int.h"
 #include "core/nccl/nccl_loader_int.h"
 #include "core/trace/trace_int.h"
+#include "core/trace/trace_record_int.h"
 #include "hidet_nccl/hidet_nccl.h"
 
 /* One call's communicator. nranks is known after begin for an owned communicator (else -1),

@@ -28,12 +28,7 @@ void hidet_nccl__trace_set_origin(hn_trace_t *t, uint32_t from_key, const char *
 uint32_t hidet_nccl__trace_key_id(const void *id, size_t bytes, int nranks);
 uint32_t hidet_nccl__trace_key_child(uint32_t parent, uint32_t ordinal, const char *how, int color);
 
-/* One operation handed to NCCL (or done by the library for one rank): coll is a static
- * name ("all_reduce"), op a hidet_nccl_op_t or -1 (data movement), peer the root or peer or
- * -1, result what NCCL returned, in_group 1 inside a group (NCCL launches it at group end). No
- * allocation, no lock; the caller serializes the calls of one communicator (as NCCL requires). */
-void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, size_t count, hidet_nccl_dtype_t dtype, int op,
-                              int peer, cudaStream_t stream, int result, int in_group);
+/* hidet_nccl__trace_record, what a collective writes of one operation: core/trace/trace_record_int.h. */
 
 /* Writes the ring's lines (one for the communicator, one per entry, oldest first) to f;
  * state and why: what the registry says of the id. */

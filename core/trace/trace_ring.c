@@ -4,7 +4,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <zlib.h>
 
 #include "core/base/status_int.h"
@@ -95,38 +94,13 @@ void hidet_nccl__trace_set_place(hn_trace_t *t, int rank, int nranks) {
     t->nranks = nranks;
 }
 
-HN_HOT void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, size_t count, hidet_nccl_dtype_t dtype, int op,
-                              int peer, cudaStream_t stream, int result, int in_group) {
-    /* A load and a store, not a locked add: a communicator's calls are the user's to serialize
-     * (NCCL's rule), and a locked instruction right after NCCL's launch waits for the launch's
-     * stores to drain. Calls that break the rule may share an entry; the stamp keeps a dump from
-     * reading one half written as whole. */
-    uint64_t seq = atomic_load_explicit(&t->next, memory_order_relaxed);
-    atomic_store_explicit(&t->next, seq + 1, memory_order_relaxed);
-    uint32_t slot = (uint32_t)(seq % t->entries);
-    hn_trace_entry_t *e = &t->e[slot];
-    atomic_store_explicit(&e->stamp, 0, memory_order_relaxed); /* being written */
-    atomic_thread_fence(memory_order_release);
-    struct timespec ts; /* the coarse clock: to the kernel's tick (1-4 ms), and a few ns instead of 16-33 */
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    e->t_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    e->coll = coll;
-    e->count = count;
-    e->dtype = (int16_t)dtype;
-    e->op = (int16_t)op;
-    e->peer = peer;
-    e->result = result;
-    e->stream = stream;
-    if (hidet_nccl__thread.tagged) memcpy(e->tag, t_tag, sizeof e->tag); /* the thread's block: no line of its own */
-    else e->tag[0] = '\0';
-    e->completion = HN_TRACE_UNTRACKED;
-    if (t->events != NULL && result == 0) {
-        enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-        if (in_group) e->completion = HN_TRACE_IN_GROUP;
-        else if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone)
-            e->completion = HN_TRACE_CAPTURED;
-        else if (cudaEventRecord(t->events[slot], stream) == cudaSuccess)
-            e->completion = HN_TRACE_EVENT;
-    }
-    atomic_store_explicit(&e->stamp, seq + 1, memory_order_release);
+void hidet_nccl__trace_copy_tag(hn_trace_entry_t *e) { memcpy(e->tag, t_tag, sizeof e->tag); }
+
+void hidet_nccl__trace_complete(hn_trace_t *t, uint32_t slot, hn_trace_entry_t *e, cudaStream_t stream, int in_group) {
+    enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (in_group) e->completion = HN_TRACE_IN_GROUP;
+    else if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone)
+        e->completion = HN_TRACE_CAPTURED;
+    else if (cudaEventRecord(t->events[slot], stream) == cudaSuccess)
+        e->completion = HN_TRACE_EVENT;
 }

@@ -1,4 +1,5 @@
-/* Internal: the ring's layout, shared by the recorder (core/trace/trace_ring.c) and the dump
+/* Internal: the ring's layout, shared by the recorder (core/trace/trace_ring.c, and the entry each
+ * collective writes: core/trace/trace_record_int.h) and the dump
  * (core/trace/trace_dump.c). */
 #ifndef HIDET_NCCL_CORE_TRACE_TRACE_RING_INT_H_
 #define HIDET_NCCL_CORE_TRACE_TRACE_RING_INT_H_
@@ -44,5 +45,12 @@ struct hn_trace {
     cudaEvent_t *events; /* one per entry, or NULL */
     hn_trace_entry_t e[];
 };
+
+/* The rare parts of an entry (core/trace/trace_record_int.h writes the rest): the calling thread's
+ * tag copied in; completion tracking (HIDET_NCCL_TRACE_COMPLETION=1): in a group, captured, or an
+ * event recorded on stream. */
+void hidet_nccl__trace_copy_tag(hn_trace_entry_t *e);
+void hidet_nccl__trace_complete(hn_trace_t *t, uint32_t slot, hn_trace_entry_t *e, cudaStream_t stream,
+                                int in_group);
 
 #endif
