@@ -265,12 +265,13 @@ static PyObject *call(int which, PyObject *const *args, Py_ssize_t nargs) {
     return PyLong_FromLong((long)status);
 }
 
-/* One METH_FASTCALL entry per function: call(WHICH, ...). */
-#define ENTRY(fn, WHICH) \
+/* One METH_FASTCALL entry per function: dispatch(WHICH, ...) (call here, fused_call below). */
+#define ENTRY_THROUGH(dispatch, fn, WHICH) \
     static PyObject *fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs) { \
         (void)module; \
-        return call(WHICH, args, nargs); \
+        return dispatch(WHICH, args, nargs); \
     }
+#define ENTRY(fn, WHICH) ENTRY_THROUGH(call, fn, WHICH)
 ENTRY(group_start, GROUP_START)
 ENTRY(group_end, GROUP_END)
 ENTRY(all_reduce, ALL_REDUCE)
@@ -420,6 +421,17 @@ static int plain_int(PyObject *v, int *out) {
     return 1;
 }
 
+/* v, a new reference or NULL (torch's exception), as plain_unsigned takes it: 1 into *out, 0
+ * declined, -1 the exception; v released. */
+static int unsigned_answer(PyObject *v, unsigned long long limit, unsigned long long *out) {
+    if (v == NULL) {
+        return -1;
+    }
+    int yes = plain_unsigned(v, limit, out);
+    Py_DECREF(v);
+    return yes;
+}
+
 #define POINTER_MAX (UINTPTR_MAX < SIZE_MAX ? (unsigned long long)UINTPTR_MAX : (unsigned long long)SIZE_MAX)
 
 /* An argument-less method of a: its answer, or NULL with torch's exception. */
@@ -485,33 +497,18 @@ static int read_tensor(PyObject *a, tensor_t *t, int *stream_known, void **strea
         v = PyObject_CallFunctionObjArgs(fn, device, NULL);
         Py_DECREF(fn);
         Py_DECREF(device);
-        if (v == NULL) {
-            return -1;
-        }
-        yes = plain_unsigned(v, POINTER_MAX, &x);
-        Py_DECREF(v);
-        if (!yes) {
-            return 0;
+        if ((yes = unsigned_answer(v, POINTER_MAX, &x)) != 1) {
+            return yes;
         }
         *stream = (void *)(uintptr_t)x;
         *stream_known = 1;
     }
-    if ((v = ask(a, s_data_ptr)) == NULL) {
-        return -1;
-    }
-    yes = plain_unsigned(v, POINTER_MAX, &x);
-    Py_DECREF(v);
-    if (!yes) {
-        return 0;
+    if ((yes = unsigned_answer(ask(a, s_data_ptr), POINTER_MAX, &x)) != 1) {
+        return yes;
     }
     t->ptr = (void *)(uintptr_t)x;
-    if ((v = ask(a, s_numel)) == NULL) {
-        return -1;
-    }
-    yes = plain_unsigned(v, SIZE_MAX, &x);
-    Py_DECREF(v);
-    if (!yes) {
-        return 0;
+    if ((yes = unsigned_answer(ask(a, s_numel), SIZE_MAX, &x)) != 1) {
+        return yes;
     }
     t->count = (size_t)x;
     return 1;
@@ -651,13 +648,10 @@ static int fused_arguments(const fused_t *k, PyObject *const *args, arg_t *a) {
     switch (k->which) {
     case ALL_REDUCE:
     case REDUCE_SCATTER:
-        a[5].i = op;
-        a[6].p = stream;
-        break;
     case BROADCAST:
     case GATHER:
     case SCATTER:
-        a[5].i = root;
+        a[5].i = k->op >= 0 ? op : root; /* the op (all_reduce, reduce_scatter), else the root */
         a[6].p = stream;
         break;
     case REDUCE:
@@ -704,11 +698,7 @@ static PyObject *fused_call(int which, PyObject *const *args, Py_ssize_t nargs) 
     return PyLong_FromLong((long)status);
 }
 
-#define FUSED_ENTRY(fn, WHICH) \
-    static PyObject *fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs) { \
-        (void)module; \
-        return fused_call(WHICH, args, nargs); \
-    }
+#define FUSED_ENTRY(fn, WHICH) ENTRY_THROUGH(fused_call, fn, WHICH)
 FUSED_ENTRY(torch_all_reduce, F_ALL_REDUCE)
 FUSED_ENTRY(torch_broadcast, F_BROADCAST)
 FUSED_ENTRY(torch_reduce, F_REDUCE)

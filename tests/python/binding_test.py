@@ -140,6 +140,18 @@ def torch_stand_in(raw=None, public=lambda d: 0x5150):
         yield torch
 
 
+def failing_once():
+    """torch.cuda's current_stream(d).cuda_stream failing once (CUDA not ready), then 0x5150."""
+    answers = [RuntimeError("CUDA error: initialization error"), 0x5150, 0x5150]
+
+    def public(d):
+        a = answers.pop(0)
+        if isinstance(a, Exception):
+            raise a
+        return a
+    return public
+
+
 def calls():
     n, depth = ctypes.c_int(), ctypes.c_int()
     log = FAKE_LIB.fake_nccl_log(ctypes.byref(n), ctypes.byref(depth))
@@ -441,13 +453,7 @@ class TorchPath(FakeNcclCase):
 
     def test_torch_failing_decides_nothing(self):
         """When torch cannot say its current stream, its error comes out and the choice waits."""
-        answers = [RuntimeError("CUDA error: initialization error"), 0x5150, 0x5150]
-
-        def public(d):
-            a = answers.pop(0)
-            if isinstance(a, Exception):
-                raise a
-            return a
+        public = failing_once()
         with torch_stand_in(raw=lambda d: 0x5150, public=public) as torch, \
                 recording(Recorder()):
             with self.assertRaisesRegex(RuntimeError, "initialization error"):
@@ -1057,13 +1063,7 @@ class FusedTorch(FakeNcclCase):
             self.assertEqual(got[:3], (RuntimeError, "torch says no", []))
             self.assertEqual(got[3], (0, 0))
             self.assertEqual(t.asked["numel"], 1)
-        answers = [RuntimeError("CUDA error: initialization error"), 0x5150, 0x5150]
-
-        def public(d):
-            a = answers.pop(0)
-            if isinstance(a, Exception):
-                raise a
-            return a
+        public = failing_once()
         with torch_stand_in(raw=lambda d: 0x5150, public=public) as torch:
             with self.assertRaisesRegex(RuntimeError, "initialization error"):
                 COMM.all_reduce(Tensor(0x1000, 4))
