@@ -216,13 +216,14 @@ check "bench --reps 1e3" refused "$bench" "--reps '1e3' is not a whole number in
 check "bench -r 1e3" refused "$bench" "-r '1e3' is not a root rank in 0 .. 1048576, or -1" -r 1e3
 check "bench -f 1" refused "$bench" "-f '1' is not a factor in (1, 1024]" -f 1
 check "bench -f 2x" refused "$bench" "-f '2x' is not a factor in (1, 1024]" -f 2x
+check "bench --aa --modes" refused "$bench" "--aa is for the collectives' table, not --modes or --tune" --aa --modes
 # Good values pass the parser: -h after them prints the usage (on stdout) and exits 0.
 timeout -s KILL 20 "$bench" -b 8 -e 64k -b 1K -e 1G -f 1.5 -n 3 -w 0 -c 0 -r 1 -h >"$tmp/bench_h.out" 2>&1
 rc=$?
 check "bench: good values taken (exit $rc)" [ "$rc" -eq 0 ]
 check "bench: good values taken, then the usage" grep -q "^usage:" "$tmp/bench_h.out"
 timeout -s KILL 20 "$bench" -c all -r -1 -a 1 -z 1 -d half -o avg --reps 2 --check 0 -c 1 --collective broadcast,gather \
-    -G 0 --tmpdir /tmp --init-times --minbytes 1K --maxbytes 2M --stepfactor 4 --iters 2 --warmup_iters 1 \
+    -G 0 --tmpdir /tmp --init-times --aa --minbytes 1K --maxbytes 2M --stepfactor 4 --iters 2 --warmup_iters 1 \
     --datatype double --op max --root 0 --average 0 --blocking 0 --cudagraph 0 -h >/dev/null 2>"$tmp/bench_h2.err"
 rc=$?
 check "bench: nccl-tests' options and the bench's own taken (exit $rc)" [ "$rc" -eq 0 ]

@@ -76,6 +76,7 @@ typedef struct {
     const char *tune_file;
     const char *tmpdir;
     int init_times; /* --init-times */
+    int aa;         /* --aa: raw NCCL in the library's columns too (the noise of a ratio) */
     int rank, nranks;
 } bench_options_t;
 

@@ -137,7 +137,7 @@ static void raw_call(const ctx_t *c, const call_t *k) {
 }
 
 void bench_call(const ctx_t *c, int raw, const call_t *k) {
-    if (raw) raw_call(c, k);
+    if (raw || opt.aa) raw_call(c, k);
     else lib_call(c, k);
 }
 

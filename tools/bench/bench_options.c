@@ -156,6 +156,7 @@ static const char k_usage[] =
     "\n"
     "The bench's own:\n"
     "  --reps N                fastest of N alternating runs of the library and raw NCCL per size (3)\n"
+    "  --aa                    raw NCCL in the library's columns too (A/A): the ratios' own noise\n"
     "  --init-times            first, the time to a ready communicator: raw ncclCommInitRank four ways\n"
     "                          against the library's shared-file bootstrap (medians of 15)\n"
     "  --tmpdir DIR            where --init-times makes its rendezvous directory (/tmp; shared by every node)\n"
@@ -172,7 +173,7 @@ static const char k_usage[] =
     "broadcast, reduce, send_recv 1. One rank: busbw 0 where the factor has (n-1).\n"
     "Exit status: 0; 1 when a check found a wrong value or a call failed; 2 for a bad command line.\n";
 
-enum { OPT_CHECK = 256, OPT_COLLECTIVE, OPT_REPS, OPT_INIT_TIMES, OPT_TMPDIR, OPT_MODES, OPT_TUNE };
+enum { OPT_CHECK = 256, OPT_COLLECTIVE, OPT_REPS, OPT_INIT_TIMES, OPT_TMPDIR, OPT_MODES, OPT_TUNE, OPT_AA };
 
 static const struct option k_long_options[] = {
     {"minbytes", required_argument, NULL, 'b'},  {"maxbytes", required_argument, NULL, 'e'},
@@ -184,7 +185,7 @@ static const struct option k_long_options[] = {
     {"cudagraph", required_argument, NULL, 'G'}, {"help", no_argument, NULL, 'h'},
     {"reps", required_argument, NULL, OPT_REPS}, {"init-times", no_argument, NULL, OPT_INIT_TIMES},
     {"tmpdir", required_argument, NULL, OPT_TMPDIR}, {"modes", no_argument, NULL, OPT_MODES},
-    {"tune", required_argument, NULL, OPT_TUNE}, {NULL, 0, NULL, 0}};
+    {"tune", required_argument, NULL, OPT_TUNE}, {"aa", no_argument, NULL, OPT_AA}, {NULL, 0, NULL, 0}};
 
 /* An option getopt did not take: what it is, and where a moved one went. */
 static void unknown_option(char **argv, int missing_argument) {
@@ -234,6 +235,7 @@ static void take_option(int c, const char *flag, char **argv) {
         case 'G': opt.graph_launches = parse_count(flag, optarg, 0, 1000000); break;
         case OPT_REPS: opt.reps = parse_count(flag, optarg, 1, 1000); break;
         case OPT_INIT_TIMES: opt.init_times = 1; break;
+        case OPT_AA: opt.aa = 1; break;
         case OPT_TMPDIR: opt.tmpdir = optarg; break;
         case OPT_MODES: opt.modes = 1; break;
         case OPT_TUNE: opt.tune_file = optarg, opt.modes = 1; break;
@@ -253,6 +255,7 @@ static void check_together(void) {
         usage_error("%s", "-G (CUDA graph replays) and -z 1 (a wait after each call) do not go together");
     if (opt.colls == 0) opt.colls = 1u << COLL_ALL_REDUCE;
     unsigned mem_colls = 1u << COLL_ALL_REDUCE | 1u << COLL_ALL_GATHER | 1u << COLL_REDUCE_SCATTER;
+    if (opt.aa && opt.modes) usage_error("%s is for the collectives' table, not --modes or --tune", "--aa");
     if (opt.modes && ((opt.colls & ~mem_colls) != 0 || (opt.colls & (opt.colls - 1)) != 0))
         usage_error("%s", "--modes takes one collective: -c all_reduce, all_gather or reduce_scatter");
     hidet_nccl_reduction_t red;

@@ -254,6 +254,9 @@ static void print_run_head(void) {
            "and raw NCCL (--reps); a time is %s (-a %d)\n", opt.iters, opt.warmup, opt.reps, average[opt.average],
            opt.average);
     if (opt.blocking) printf("# -z 1: each call waited for (stream synchronized) before the next\n");
+    if (opt.aa)
+        printf("# --aa: the library's columns are raw NCCL too (A/A): the ratios show how far two identical loops "
+               "differ, what a library/raw ratio must exceed to mean anything\n");
     if (opt.graph_launches > 0)
         printf("# -G %d: the %d calls of a timing captured in one CUDA graph, timed over %d replays\n",
                opt.graph_launches, opt.iters, opt.graph_launches);
