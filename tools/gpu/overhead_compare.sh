@@ -2,7 +2,8 @@
 # Issue 37's comparison on a GPU machine: hidet-nccl-bench's same-run time ratio library/raw for
 # every collective, from two builds of the library side by side (before and after a change), in
 # alternating runs so that both see the same machine (and, with the issue's command, the after
-# build with the flight recorder off: what the recorder costs); then the per-piece costs
+# build with the flight recorder off: what the recorder costs; and its bench with --aa, raw NCCL
+# in both columns: how far a ratio strays with no library at all); then the per-piece costs
 # (coll_cost_probe parts) and the noise between two identical raw loops (coll_cost_probe aa).
 #   tools/gpu/overhead_compare.sh BEFORE_BIN AFTER_BIN [ROUNDS]    (bundle: DIR/overhead_compare.sh)
 # BIN: a folder holding hidet-nccl-bench and coll_cost_probe (one of them hidet-nccl-run). Prints the runs, then
@@ -12,18 +13,20 @@ before=${1:?BEFORE_BIN} after=${2:?AFTER_BIN} rounds=${3:-5}
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp -d)
 export NCCL_NVLS_ENABLE=0
-bench() { # bin label args... (a label ending in -norec: the flight recorder off)
-    local bin=$1 label=$2 entries=${HIDET_NCCL_TRACE_ENTRIES:-}
+bench() { # bin label args... (a label ending in -norec: the flight recorder off; in -aa: raw against raw)
+    local bin=$1 label=$2 entries=${HIDET_NCCL_TRACE_ENTRIES:-} aa=()
     shift 2
     [[ $label == *-norec* ]] && entries=0
+    [[ $label == *-aa* ]] && aa=(--aa)
     echo "## hidet-nccl-bench ($label): $*"
-    HIDET_NCCL_TRACE_ENTRIES=$entries "$launcher" -n 1 "$bin/hidet-nccl-bench" -c all "$@" | tee -a "$out/$label"
+    HIDET_NCCL_TRACE_ENTRIES=$entries "$launcher" -n 1 "$bin/hidet-nccl-bench" -c all "${aa[@]}" "$@" |
+        tee -a "$out/$label"
 }
 # The launcher starts each bench (one rank); it is not what is measured: AFTER_BIN's, else BEFORE_BIN's.
 launcher=$after/hidet-nccl-run
 [ -x "$launcher" ] || launcher=$before/hidet-nccl-run
 for r in $(seq 1 "$rounds"); do
-    if ((r % 2)); then order=(before after after-norec); else order=(after-norec after before); fi
+    if ((r % 2)); then order=(before after after-norec after-aa); else order=(after-aa after-norec after before); fi
     for which in "${order[@]}"; do
         bin=$before
         [ "$which" != before ] && bin=$after
@@ -49,7 +52,7 @@ done
 echo "## coll_cost_probe aa (raw against raw: the noise)"
 "$after/coll_cost_probe" aa
 echo "## ratios: issue's command (-n 200 -w 20 --reps 5), $rounds runs each"
-python3 "$here/bench_ratios.py" "$out/before" "$out/after" "$out/after-norec"
+python3 "$here/bench_ratios.py" "$out/before" "$out/after" "$out/after-norec" "$out/after-aa"
 echo "## ratios: longer (-n 1000 -w 50 --reps 9), $rounds runs each"
 python3 "$here/bench_ratios.py" "$out/before-long" "$out/after-long"
 rm -rf "$out"
