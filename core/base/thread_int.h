@@ -2,13 +2,11 @@
  * (core/base/thread.c), and the word that says when a thread's copies are stale.
  *
  * A back-to-back NCCL call leaves little of the library in the caches and TLBs (measured on one
- * H200 host: each line a call touches shows in its time; docs/benchmarks.md), so what every call
- * reads of its thread sits together: the public call under way (status.c), the group depth
- * and the group's bookkeeping (comm/group.c), whether the thread has a recorder tag (trace/trace_ring.c), and the registry's
- * copies of the communicators this thread used last (comm/registry.c). One thread-local block
- * is also one lookup where the library is a shared object (a thread-local of a shared object is
- * found through __tls_get_addr, once per variable). Each layer owns its fields; this header
- * only gathers them. */
+ * H200 host: each line and page a call touches shows in its time; docs/benchmarks.md), so what
+ * every call reads of its thread sits together, in two lines: the public call under way
+ * (status.c), the group's depth and bookkeeping (comm/group.c), whether the thread has a
+ * recorder tag (trace/trace_ring.c), and the registry's copy of the communicator the call names
+ * (comm/registry.c). Each layer owns its fields; this header only gathers them. */
 #ifndef HIDET_NCCL_CORE_BASE_THREAD_INT_H_
 #define HIDET_NCCL_CORE_BASE_THREAD_INT_H_
 
@@ -36,11 +34,11 @@ typedef struct {
     size_t prefix_len; /* of "hidet_nccl: <function>: " in the message */
     int depth;         /* public calls under way in this thread */
     int fresh;         /* the message is this thread's last failure (else it reads "") */
+    /* trace/trace_ring.c: the thread's tag is not "" */
+    int tagged;
     /* comm/group.c: hidet_nccl_group_start calls not yet ended, the communicators used in the
      * group (group_ntracked of group_captracked; NULL: none yet), the splits made in it */
     int group_depth;
-    /* trace/trace_ring.c: the thread's tag is not "" */
-    int tagged;
     int group_ntracked, group_captracked;
     struct ncclComm **group_tracked;
     struct pending_split *group_splits;
