@@ -44,7 +44,14 @@ verdict() {
     restarts=$(grep -c 'hidet-nccl-run: rank [0-9]*: restart [0-9]* of [0-9]* started' "$err")
     joiners=$(grep -c '^\[[0-9]*\] start rank [0-9]* of [0-9]* pid [0-9]* restart [1-9][0-9]* joining 1$' "$out")
     [ "$kills" -gt 0 ] || { echo "no rank was killed"; return 1; }
-    [ "$restarts" -eq "$kills" ] || { echo "$kills kills but $restarts restarts"; return 1; }
+    if [ "$restarts" -ne "$kills" ]; then # why the others ended: the launcher's lines, the ranks' own
+        echo "$kills kills but $restarts restarts; the deaths that were not a kill of the driver's, and what the ranks said:"
+        grep -o "failed ([^)]*)" "$err" | sort | uniq -c | sed 's/^/    launcher: /'
+        grep "failed (" "$err" | grep -v "killed by signal 9" | head -n 5 | sed 's/^/    /'
+        grep -h "heal_driver\|hidet_nccl WARN\|ERROR: AddressSanitizer\|runtime error" "$out" "$err" | head -n 5 |
+            sed 's/^/    /'
+        return 1
+    fi
     [ "$joiners" -eq "$kills" ] || { echo "$kills kills but $joiners restarted processes said joining 1"; return 1; }
     # a restarted process is the rank it replaces: [R] start rank R ... joining 1
     awk '/^\[[0-9]+\] start rank / { tag = substr($1, 2, length($1) - 2); if (tag != $4) { print "process tagged " $1 " started as rank " $4; bad = 1 } }
