@@ -67,7 +67,8 @@ hidet_nccl_status_t hidet_nccl__fail(hidet_nccl_status_t status, const char *fun
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    int n = snprintf(g_message, sizeof g_message, "hidet_nccl: %s: ", hidet_nccl__thread.public_func ? hidet_nccl__thread.public_func : func);
+    int n = snprintf(g_message, sizeof g_message, "hidet_nccl: %s: ",
+                     hidet_nccl__thread.public_func ? hidet_nccl__thread.public_func : func);
     hidet_nccl__thread.prefix_len = n > 0 && (size_t)n < sizeof g_message ? (size_t)n : 0;
     hidet_nccl__thread.fresh = 1;
     snprintf(g_message + hidet_nccl__thread.prefix_len, sizeof g_message - hidet_nccl__thread.prefix_len, "%s", detail);

@@ -116,7 +116,8 @@ HN_HOT hidet_nccl_status_t hidet_nccl_group_end(void) {
          * wait for, as with raw NCCL (a collective outside a group asks no more either). */
         st = hidet_nccl__timeout_seconds(&timeout);
         if (st == HIDET_NCCL_SUCCESS && r == ncclInProgress)
-            st = hidet_nccl__await(n, hidet_nccl__thread.group_tracked, hidet_nccl__thread.group_ntracked, timeout, 0, "the group's NCCL operations");
+            st = hidet_nccl__await(n, hidet_nccl__thread.group_tracked, hidet_nccl__thread.group_ntracked, timeout, 0,
+                                   "the group's NCCL operations");
     }
     if (hidet_nccl__thread.group_splits != NULL) st = finish_splits(n, st, timeout);
     if (hidet_nccl__thread.group_tracked != t_inline) free(hidet_nccl__thread.group_tracked);
