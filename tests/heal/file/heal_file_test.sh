@@ -20,6 +20,7 @@
 #   usage: heal_file_test.sh HIDET_NCCL_RUN HEAL_DRIVER
 set -u
 if [ -n "${TEST_SRCDIR:-}" ]; then . "$TEST_SRCDIR/$TEST_WORKSPACE/tests/wait_for.sh"; else . "$(dirname "$(realpath "$0")")/../../wait_for.sh"; fi
+if [ -n "${TEST_SRCDIR:-}" ]; then . "$TEST_SRCDIR/$TEST_WORKSPACE/tests/heal/deaths.sh"; else . "$(dirname "$(realpath "$0")")/../deaths.sh"; fi
 RUN=$(realpath "$1")
 DRIVER=$(realpath "$2")
 HEALS=${HN_HEAL_ROUNDS:-200}
@@ -46,10 +47,7 @@ verdict() {
     [ "$kills" -gt 0 ] || { echo "no rank was killed"; return 1; }
     if [ "$restarts" -ne "$kills" ]; then # why the others ended: the launcher's lines, the ranks' own
         echo "$kills kills but $restarts restarts; the deaths that were not a kill of the driver's, and what the ranks said:"
-        grep -o "failed ([^)]*)" "$err" | sort | uniq -c | sed 's/^/    launcher: /'
-        grep "failed (" "$err" | grep -v "killed by signal 9" | head -n 5 | sed 's/^/    /'
-        grep -h "heal_driver\|hidet_nccl WARN\|ERROR: AddressSanitizer\|runtime error" "$out" "$err" | head -n 5 |
-            sed 's/^/    /'
+        extra_deaths "$out" "$err"
         return 1
     fi
     [ "$joiners" -eq "$kills" ] || { echo "$kills kills but $joiners restarted processes said joining 1"; return 1; }
