@@ -32,18 +32,6 @@ HN_COLD hidet_nccl_status_t hidet_nccl__plan_overflow(const hn_coll_t *c, hidet_
                    blocks > 1 ? " times the number of ranks" : "");
 }
 
-/* count * blocks elements of elem_bytes each, and count * mult NCCL elements, fit size_t. */
-HN_HOT static hidet_nccl_status_t sizes(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count, size_t blocks,
-                                 size_t mult, size_t elem_bytes, const char *what, size_t *nccl_count, size_t *bytes) {
-    size_t product;
-    if (blocks == 0) blocks = 1;
-    if (__builtin_mul_overflow(count, elem_bytes, &product) || __builtin_mul_overflow(product, blocks, &product))
-        return hidet_nccl__plan_overflow(c, dtype, count, blocks, elem_bytes, what);
-    *nccl_count = count * mult;
-    *bytes = count * elem_bytes;
-    return HIDET_NCCL_SUCCESS;
-}
-
 HN_HOT hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op,
                                             size_t count, size_t blocks, hidet_nccl_reduction_t *red,
                                             size_t *nccl_count, size_t *bytes) {
@@ -56,7 +44,8 @@ HN_HOT hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtyp
     if (custom) red->nccl_op = nccl_op;
     size_t elem = red->count_multiplier * hidet_nccl__nccl_type_size(red->nccl_dtype);
     if (blocks > 1) /* reduce_scatter's sendbuff: nranks times that */
-        return sizes(c, dtype, count, blocks, red->count_multiplier, elem, "count", nccl_count, bytes);
+        return hidet_nccl__plan_sizes(c, dtype, count, blocks, red->count_multiplier, elem, "count", nccl_count,
+                                      bytes);
     *bytes = count * elem;
     return HIDET_NCCL_SUCCESS;
 }

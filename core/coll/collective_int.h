@@ -79,6 +79,20 @@ static inline hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
  * `what` ("sendcount"). */
 hidet_nccl_status_t hidet_nccl__plan_overflow(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count,
                                               size_t blocks, size_t elem_bytes, const char *what);
+/* count * blocks elements of elem_bytes each, and count * mult NCCL elements, fit size_t: then
+ * *nccl_count = count * mult and *bytes = count * elem_bytes; else plan_overflow's refusal. */
+static inline hidet_nccl_status_t hidet_nccl__plan_sizes(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count,
+                                                         size_t blocks, size_t mult, size_t elem_bytes,
+                                                         const char *what, size_t *nccl_count, size_t *bytes) {
+    size_t product;
+    if (blocks == 0) blocks = 1;
+    if (__builtin_expect(__builtin_mul_overflow(count, elem_bytes, &product) ||
+                             __builtin_mul_overflow(product, blocks, &product), 0))
+        return hidet_nccl__plan_overflow(c, dtype, count, blocks, elem_bytes, what);
+    *nccl_count = count * mult;
+    *bytes = count * elem_bytes;
+    return HIDET_NCCL_SUCCESS;
+}
 /* How `count * blocks` elements of dtype move byte for byte: an NCCL type of the same width
  * (two 8-byte words for complex128), *nccl_count of it per `count`, *bytes per `count`. An
  * overflow of size_t is an error naming `what` ("sendcount"). Inlined: one line of table. */
@@ -91,15 +105,8 @@ static inline hidet_nccl_status_t hidet_nccl__move_plan(const hn_coll_t *c, hide
         return hidet_nccl__movement(dtype, type, &mult); /* its refusal */
     }
     hn_move_t m = hidet_nccl__moves[dtype];
-    size_t product;
-    if (blocks == 0) blocks = 1;
-    if (__builtin_expect(__builtin_mul_overflow(count, (size_t)m.bytes, &product) ||
-                             __builtin_mul_overflow(product, blocks, &product), 0))
-        return hidet_nccl__plan_overflow(c, dtype, count, blocks, m.bytes, what);
     *type = (ncclDataType_t)m.type;
-    *nccl_count = count * m.mult;
-    *bytes = count * m.bytes;
-    return HIDET_NCCL_SUCCESS;
+    return hidet_nccl__plan_sizes(c, dtype, count, blocks, m.mult, m.bytes, what, nccl_count, bytes);
 }
 /* How `count * blocks` elements of dtype reduce with op (a hidet_nccl_op_t, or an op of
  * hidet_nccl_op_premul_sum for this communicator and dtype): the reduction, *nccl_count per
