@@ -42,6 +42,10 @@ static inline void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, siz
     e->completion = HN_TRACE_UNTRACKED;
     if (__builtin_expect(t->events != NULL, 0) && result == 0) hidet_nccl__trace_complete(t, slot, e, stream, in_group);
     atomic_store_explicit(&e->stamp, seq + 1, memory_order_release);
+    /* The next call's entry, asked for now (for writing): a slot was last written a ring ago, so by
+     * then NCCL's and the driver's work has pushed it out of the caches, and a store to a line not
+     * held waits for it at NCCL's first locked instruction (docs/benchmarks.md). */
+    __builtin_prefetch(&t->e[slot + 1 == t->entries ? 0 : slot + 1], 1, 3);
 }
 
 #endif
