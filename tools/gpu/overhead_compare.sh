@@ -7,11 +7,13 @@
 # (coll_cost_probe parts) and the noise between two identical raw loops (coll_cost_probe aa).
 #   tools/gpu/overhead_compare.sh BEFORE_BIN AFTER_BIN [ROUNDS]    (bundle: DIR/overhead_compare.sh)
 # BIN: a folder holding hidet-nccl-bench and coll_cost_probe (one of them hidet-nccl-run). Prints the runs, then
-# tools/gpu/bench_ratios.py's medians over the rounds (it sits beside this script).
+# tools/gpu/bench_ratios.py's medians over the rounds (it sits beside this script). KEEP=DIR keeps
+# every run's output there (one file per build and settings), else they go with the script.
 set -uo pipefail
 before=${1:?BEFORE_BIN} after=${2:?AFTER_BIN} rounds=${3:-5}
 here=$(cd "$(dirname "$0")" && pwd)
-out=$(mktemp -d)
+out=${KEEP:-$(mktemp -d)}
+mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0
 bench() { # bin label args... (a label ending in -norec: the flight recorder off; in -aa: raw against raw)
     local bin=$1 label=$2 entries=${HIDET_NCCL_TRACE_ENTRIES:-} aa=()
@@ -55,4 +57,4 @@ echo "## ratios: issue's command (-n 200 -w 20 --reps 5), $rounds runs each"
 python3 "$here/bench_ratios.py" "$out/before" "$out/after" "$out/after-norec" "$out/after-aa"
 echo "## ratios: longer (-n 1000 -w 50 --reps 9), $rounds runs each"
 python3 "$here/bench_ratios.py" "$out/before-long" "$out/after-long"
-rm -rf "$out"
+[ -n "${KEEP:-}" ] || rm -rf "$out"
