@@ -140,8 +140,9 @@ done
 check "rendezvous directory removed" rdv_empty
 
 # --trace-on-failure: the others get SIGUSR1 and the time to write their dump (here a shell
-# that writes one on SIGUSR1), then the usual stop; the dump is in before the stop. Rank 1 fails
-# once the others are ready for SIGUSR1 (each says so with a file; 60 s at most).
+# that writes one on SIGUSR1 as the library does: a temporary file renamed into place, so that
+# the dump is whole when it appears), then the usual stop; the dump is in before the stop. Rank 1
+# fails once the others are ready for SIGUSR1 (each says so with a file; 60 s at most).
 tdir=$tmp/traces
 mkdir -p "$tmp/tready"
 start=$(date +%s)
@@ -150,7 +151,8 @@ READY=$tmp/tready "$run" -n 3 --trace-on-failure --trace-dir "$tdir" --trace-wai
         for _ in $(seq 1200); do [ -e "$READY/0" ] && [ -e "$READY/2" ] && break; sleep 0.05; done
         exit 5
     fi
-    trap "echo dump > \$HIDET_NCCL_TRACE_DIR/hidet-nccl-trace.\$HIDET_NCCL_RANK.jsonl; exit 7" USR1
+    d=$HIDET_NCCL_TRACE_DIR f=hidet-nccl-trace.$HIDET_NCCL_RANK.jsonl
+    trap "echo dump > \$d/.\$f.tmp && mv \$d/.\$f.tmp \$d/\$f; exit 7" USR1
     touch "$READY/$HIDET_NCCL_RANK"
     sleep 600 & wait' >"$tmp/trace.out" 2>"$tmp/trace.err"
 rc=$? took=$(($(date +%s) - start))

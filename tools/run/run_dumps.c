@@ -31,7 +31,9 @@ void run_set_trace_dir(void) {
 /* --trace-on-failure: SIGUSR1 to every running rank (its flight recorder dumps), which then
  * has until trace_until to write it. */
 void run_ask_for_dumps(job_t *job, int failed) {
-    clock_gettime(CLOCK_REALTIME, &job->failed_at);
+    /* The file system stamps a file with the kernel's coarse clock (its last tick): the failure's
+     * time from the same clock, else a dump written within a tick after it looks older. */
+    clock_gettime(CLOCK_REALTIME_COARSE, &job->failed_at);
     int asked = 0;
     for (int i = 0; i < g.n; i++)
         if (!g.ranks[i].done && kill(g.ranks[i].pid, SIGUSR1) == 0) asked++;
