@@ -92,7 +92,8 @@ for ((i = 0; i < ROUNDS; i++)); do
     # The ranks meet in rdv as it is (--rendezvous-dir with --job-key), which the test looks at
     # afterwards: the launcher leaves a directory of the user's.
     t0=$(date +%s%N)
-    timeout -k 2 "$JOB_TIMEOUT" "$RUN" -n "$n" --keep-going --rendezvous-dir "$dir/rdv" --job-key "recover$i" \
+    # At INFO the ranks say in their logs why a round's files stay (shown if any are left).
+    HIDET_NCCL_DEBUG=INFO timeout -k 2 "$JOB_TIMEOUT" "$RUN" -n "$n" --keep-going --rendezvous-dir "$dir/rdv" --job-key "recover$i" \
         --output-dir "$dir/out" "$PEER" "$plan" "$((1000 + i))" "$CALL_TIMEOUT" >"$dir/launcher.log" 2>&1
     rc=$? # 137 also when it ends well: a rank killed itself
     took_ms=$((($(date +%s%N) - t0) / 1000000))
@@ -110,6 +111,7 @@ for ((i = 0; i < ROUNDS; i++)); do
     left=$(ls -A "$dir/rdv")
     if [ -n "$left" ]; then
         echo "job $i ($plan on $n ranks): left in the rendezvous directory: $(echo $left)"; fail=1
+        grep -h -e "stay" -e "^KILL" -e "^DONE" -e "^EPOCH" "$dir"/out/rank.*.log | sed 's/^/    /' | head -n 20
     fi
     [ $fail -eq 0 ] && rm -rf "$dir"
 done
