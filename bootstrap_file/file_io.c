@@ -309,19 +309,23 @@ void hidet_nccl__bf_this_host(char host[HN_BF_HOST_BYTES + 1]) {
     host[HN_BF_HOST_BYTES] = '\0';
 }
 
-/* 1 if process pid (one that kill(2) still finds) is a zombie: dead, not yet reaped by its
- * parent (a launcher busy elsewhere); Linux's /proc, else 0. */
-static int zombie(pid_t pid) {
+/* 1 if process pid, which kill(2) found a moment ago, is dead: a zombie not yet reaped by its
+ * parent (a launcher busy elsewhere: 'Z'), or one its parent is reaping right now ('X'), or one
+ * reaped since kill(2) found it (its /proc entry gone or unreadable: kill(2) no longer finds it
+ * either). Without that last look a process seen gone once could look alive again for an
+ * instant, and whoever asked then kept what only a live process needs: a survivor's finalize
+ * left a recovery round's decision for a victim that hidet-nccl-run, busy on a loaded machine,
+ * reaped between the two looks. Linux's /proc; elsewhere 0. */
+static int dead(pid_t pid) {
     char path[64], line[512];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t got = read(fd, line, sizeof line - 1);
-    close(fd);
-    if (got <= 0) return 0;
+    ssize_t got = fd < 0 ? -1 : read(fd, line, sizeof line - 1);
+    if (fd >= 0) close(fd);
+    if (got <= 0) return kill(pid, 0) != 0 && errno == ESRCH; /* reaped meanwhile, or no /proc here */
     line[got] = '\0';
     const char *end = strrchr(line, ')'); /* "pid (comm) S ...": comm may hold anything */
-    return end != NULL && end[1] == ' ' && end[2] == 'Z';
+    return end != NULL && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X' || end[2] == 'x');
 }
 
 int hidet_nccl__bf_process_gone(uint32_t pid, const char *host) {
@@ -329,7 +333,7 @@ int hidet_nccl__bf_process_gone(uint32_t pid, const char *host) {
     hidet_nccl__bf_this_host(here);
     if (strcmp(here, host) != 0 || pid == 0 || pid > (uint32_t)INT_MAX || (pid_t)pid == getpid()) return 0;
     if (kill((pid_t)pid, 0) != 0) return errno == ESRCH;
-    return zombie((pid_t)pid);
+    return dead((pid_t)pid);
 }
 
 int hidet_nccl__bf_remove_if_same(const char *path, const uint8_t *data, size_t len) {

@@ -53,7 +53,8 @@ int hidet_nccl__bf_random(void *out, size_t n, char *why, size_t why_bytes);
 /* This host's name, as files carry it (at most HN_BF_HOST_BYTES, NUL-terminated). */
 void hidet_nccl__bf_this_host(char host[HN_BF_HOST_BYTES + 1]);
 /* 1 if the writer (pid, host) of a file is a process of this host that is gone (or dead and not
- * yet reaped: a zombie); 0 if it lives, is this process, or is of another host (which nobody
+ * yet reaped: a zombie, or being reaped as it looks); once gone, never alive again (short of
+ * its pid's reuse); 0 if it lives, is this process, or is of another host (which nobody
  * here can tell). Process ids are this
  * host's: processes of one host name in different pid namespaces (containers sharing a host
  * name and a directory) are not told apart. */
