@@ -19,7 +19,13 @@
  * exit 1. Made, its bootstrap prints "BOOT <rank> <unix us>". For the measurements: a victim
  * prints "KILL <rank> <unix us>" as it kills itself, a
  * survivor "SAW <epoch> <unix us>" when a call fails and "ROUND <epoch> <us in recover>". Every
- * call has the deadline TIMEOUT_S (default 20 s): nothing waits for ever. */
+ * call has the deadline TIMEOUT_S (default 20 s): nothing waits for ever.
+ * With HN_RECOVER_REAPED_LATE_MS=MS a victim's leading thread ends first and the process MS
+ * later: for that long it is a zombie its parent cannot reap yet, as a dead rank is for as long
+ * as a busy launcher takes to reap it. In its finalize a rank then sees such a zombie reaped by
+ * its parent (hidet-nccl-run) right after kill(pid, 0) found it, before the library's next look
+ * at it (kill below), and prints "REAPED <pid>" for each: a process seen gone must stay gone, or
+ * a round's files that wait for it stay for nobody. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -28,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -124,14 +131,55 @@ static int parse_plan(const char *text, int n, uint64_t seed, plan_t *p) {
 }
 
 static int g_orig; /* this process's original rank */
+static long g_late_ms; /* HN_RECOVER_REAPED_LATE_MS */
+static pthread_t g_main;
+static volatile int g_finalizing; /* in hidet_nccl_bootstrap_destroy */
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+/* The leading thread's end alone (no unwinding, no exit handlers): a zombie while the process lives on. */
+static void end_thread(int sig) {
+    (void)sig;
+    syscall(SYS_exit, 0);
+}
 
 static void *kill_after(void *arg) {
-    long ms = (long)(intptr_t)arg;
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    sleep_ms((long)(intptr_t)arg);
     say("KILL %d %lld", g_orig, unix_us());
+    if (g_late_ms > 0) { /* where it stands, inside a call or not */
+        pthread_kill(g_main, SIGUSR1);
+        sleep_ms(g_late_ms);
+    }
     kill(getpid(), SIGKILL);
     return NULL;
+}
+
+/* 1 if /proc says process pid is a zombie. */
+static int zombie(pid_t pid) {
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return 0;
+    size_t got = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[got] = '\0';
+    const char *end = strrchr(line, ')');
+    return end != NULL && end[1] == ' ' && end[2] == 'Z';
+}
+
+/* kill(2) for every caller in this program, the library's included (it is linked in). With
+ * HN_RECOVER_REAPED_LATE_MS, in the finalize: a zombie that kill(pid, 0) finds is reaped by its
+ * parent before the call returns (awaited, up to 20 s): what a busy launcher's reaping does when
+ * it lands between the library's look with kill(2) and its look at /proc. */
+int kill(pid_t pid, int sig) {
+    int rc = (int)syscall(SYS_kill, pid, sig), err = errno;
+    if (rc != 0 || sig != 0 || !g_finalizing || pid <= 0 || pid == getpid() || !zombie(pid)) return errno = err, rc;
+    for (int i = 0; i < 4000 && syscall(SYS_kill, pid, 0) == 0; i++) sleep_ms(5);
+    say("REAPED %d", (int)pid);
+    return 0;
 }
 
 typedef struct {
@@ -290,6 +338,10 @@ int main(int argc, char **argv) {
         return 1;
     }
     g_orig = j.orig;
+    const char *late = getenv("HN_RECOVER_REAPED_LATE_MS");
+    g_late_ms = late != NULL ? atol(late) : 0;
+    g_main = pthread_self();
+    if (g_late_ms > 0) signal(SIGUSR1, end_thread);
     say("BOOT %d %lld", j.orig, unix_us()); /* its bootstrap is made (a test times signals from it) */
     if (parse_plan(argv[1], j.n_orig, j.seed, &plan) != 0) return 2;
     j.plan = &plan;
@@ -298,6 +350,7 @@ int main(int argc, char **argv) {
     while (j.stage < plan.n_stages && !stage_alive(&j)) j.stage++;
     int rc = run(&j);
     if (rc != 0 && rc != 3) fprintf(stderr, "recover_peer %d: failed\n", j.orig);
+    g_finalizing = g_late_ms > 0;
     hidet_nccl_bootstrap_destroy(j.bs);
     return rc;
 }
