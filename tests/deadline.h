@@ -15,7 +15,7 @@
 #define HIDET_NCCL_TESTS_DEADLINE_H_
 
 /* How many times slower than a quiet machine's optimized build this run may be:
- * HIDET_NCCL_TEST_SLOWDOWN when set (.bazelrc sets it for --config=asan and --config=ubsan), else 1;
+ * HIDET_NCCL_TEST_SLOWDOWN when set (.bazelrc sets it for --config=asan, ubsan and san), else 1;
  * and at least 3 in a build with AddressSanitizer (known when compiled), at least 20 under valgrind. */
 double hn_test_slowdown(void);
 /* The CPUs this process may run on (at least 1). */

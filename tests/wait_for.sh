@@ -7,7 +7,7 @@
 #   scaled SECONDS                     SECONDS * slowdown, a whole number (at least 1)
 #   gone PATTERN                       no running process (not a zombie) whose command line
 #                                      matches PATTERN (pgrep -f)
-# slowdown: HIDET_NCCL_TEST_SLOWDOWN (.bazelrc sets it for --config=asan and --config=ubsan), else 1.
+# slowdown: HIDET_NCCL_TEST_SLOWDOWN (.bazelrc sets it for --config=asan, ubsan and san), else 1.
 # A test sources it from its runfiles under Bazel (tests/wait_for.sh in its data), else from beside
 # itself:
 #   if [ -n "${TEST_SRCDIR:-}" ]; then . "$TEST_SRCDIR/$TEST_WORKSPACE/tests/wait_for.sh"; else . "$(dirname "$(realpath "$0")")/wait_for.sh"; fi
