@@ -315,7 +315,7 @@ void hidet_nccl__bf_this_host(char host[HN_BF_HOST_BYTES + 1]) {
  * either). Without that last look a process seen gone once could look alive again for an
  * instant, and whoever asked then kept what only a live process needs: a survivor's finalize
  * left a recovery round's decision for a victim that hidet-nccl-run, busy on a loaded machine,
- * reaped between the two looks. Linux's /proc; elsewhere 0. */
+ * reaped between the two looks. Linux's /proc; where there is none, the second kill(2) decides. */
 static int dead(pid_t pid) {
     char path[64], line[512];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);

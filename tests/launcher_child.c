@@ -27,6 +27,7 @@
 
 #include "hidet_nccl/bootstrap.h"
 #include "tests/deadline.h"
+#include "tests/proc_state.h"
 
 static const char *g_piddir;
 
@@ -51,15 +52,8 @@ static int all_started(int n) {
 
 /* Not running: no such process, or a zombie. */
 static int is_gone(int pid) {
-    char path[64], stat[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL) return 1;
-    size_t n = fread(stat, 1, sizeof stat - 1, f);
-    fclose(f);
-    stat[n] = '\0';
-    const char *state = strrchr(stat, ')');
-    return state == NULL || state[1] == '\0' || state[2] == 'Z';
+    char state = hn_test_proc_state(pid);
+    return state == 0 || state == 'Z';
 }
 
 /* Rank `failing` waits for every rank to start before it fails (else the launcher stops the job

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "hidet_nccl/bootstrap.h"
+#include "tests/proc_state.h"
 
 #define MAX_RANKS 4096
 #define MAX_STAGES 16
@@ -157,26 +158,14 @@ static void *kill_after(void *arg) {
     return NULL;
 }
 
-/* 1 if /proc says process pid is a zombie. */
-static int zombie(pid_t pid) {
-    char path[64], line[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL) return 0;
-    size_t got = fread(line, 1, sizeof line - 1, f);
-    fclose(f);
-    line[got] = '\0';
-    const char *end = strrchr(line, ')');
-    return end != NULL && end[1] == ' ' && end[2] == 'Z';
-}
-
 /* kill(2) for every caller in this program, the library's included (it is linked in). With
  * HN_RECOVER_REAPED_LATE_MS, in the finalize: a zombie that kill(pid, 0) finds is reaped by its
  * parent before the call returns (awaited, up to 20 s): what a busy launcher's reaping does when
  * it lands between the library's look with kill(2) and its look at /proc. */
 int kill(pid_t pid, int sig) {
     int rc = (int)syscall(SYS_kill, pid, sig), err = errno;
-    if (rc != 0 || sig != 0 || !g_finalizing || pid <= 0 || pid == getpid() || !zombie(pid)) return errno = err, rc;
+    if (rc != 0 || sig != 0 || !g_finalizing || pid <= 0 || pid == getpid() || hn_test_proc_state(pid) != 'Z')
+        return errno = err, rc;
     for (int i = 0; i < 4000 && syscall(SYS_kill, pid, 0) == 0; i++) sleep_ms(5);
     say("REAPED %d", (int)pid);
     return 0;
