@@ -57,7 +57,11 @@ static inline hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char
                      .stream = stream,
                      .op = -1,
                      .trace = (hn_trace_t *)h->trace,
-                     .grouped_p2p = h->grouped_p2p};
+                     .view = 0,
+                     .dry = 0,
+                     .grouped_p2p = h->grouped_p2p,
+                     .own = NULL,
+                     .own_why = NULL};
     return HIDET_NCCL_SUCCESS;
 }
 /* Its number of ranks and this rank, when begin did not know them: a borrowed one's from NCCL

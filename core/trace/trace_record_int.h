@@ -23,7 +23,7 @@ static inline void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, siz
                                             int op, int peer, cudaStream_t stream, int result, int in_group) {
     uint64_t seq = atomic_load_explicit(&t->next, memory_order_relaxed);
     atomic_store_explicit(&t->next, seq + 1, memory_order_relaxed);
-    uint32_t slot = (uint32_t)(seq % t->entries);
+    uint32_t slot = (uint32_t)seq & (t->entries - 1); /* a power of two (trace_new): no division */
     hn_trace_entry_t *e = &t->e[slot];
     atomic_store_explicit(&e->stamp, 0, memory_order_relaxed); /* being written */
     atomic_thread_fence(memory_order_release);
@@ -45,7 +45,7 @@ static inline void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, siz
     /* The next call's entry, asked for now (for writing): a slot was last written a ring ago, so by
      * then NCCL's and the driver's work has pushed it out of the caches, and a store to a line not
      * held waits for it at NCCL's first locked instruction (docs/benchmarks.md). */
-    __builtin_prefetch(&t->e[slot + 1 == t->entries ? 0 : slot + 1], 1, 3);
+    __builtin_prefetch(&t->e[(slot + 1) & (t->entries - 1)], 1, 3);
 }
 
 #endif

@@ -37,7 +37,7 @@ typedef struct {
 
 struct hn_trace {
     _Atomic uint64_t next; /* the next sequence number */
-    uint32_t entries;
+    uint32_t entries; /* a power of two */
     uint32_t key;
     uint32_t from_key; /* the communicator it was made from, when how is set */
     const char *how;   /* a static word ("recover"), or NULL */

@@ -77,6 +77,7 @@ typedef struct {
     const char *tmpdir;
     int init_times; /* --init-times */
     int aa;         /* --aa: raw NCCL in the library's columns too (the noise of a ratio) */
+    const char *samples; /* --samples FILE: every timed run of both columns appended there */
     int rank, nranks;
 } bench_options_t;
 

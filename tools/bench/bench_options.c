@@ -157,6 +157,8 @@ static const char k_usage[] =
     "The bench's own:\n"
     "  --reps N                fastest of N alternating runs of the library and raw NCCL per size (3)\n"
     "  --aa                    raw NCCL in the library's columns too (A/A): the ratios' own noise\n"
+    "  --samples FILE          append every timed run there (rank 0): collective, size, in place, run,\n"
+    "                          library and raw us per call, one line each\n"
     "  --init-times            first, the time to a ready communicator: raw ncclCommInitRank four ways\n"
     "                          against the library's shared-file bootstrap (medians of 15)\n"
     "  --tmpdir DIR            where --init-times makes its rendezvous directory (/tmp; shared by every node)\n"
@@ -173,7 +175,7 @@ static const char k_usage[] =
     "broadcast, reduce, send_recv 1. One rank: busbw 0 where the factor has (n-1).\n"
     "Exit status: 0; 1 when a check found a wrong value or a call failed; 2 for a bad command line.\n";
 
-enum { OPT_CHECK = 256, OPT_COLLECTIVE, OPT_REPS, OPT_INIT_TIMES, OPT_TMPDIR, OPT_MODES, OPT_TUNE, OPT_AA };
+enum { OPT_CHECK = 256, OPT_COLLECTIVE, OPT_REPS, OPT_INIT_TIMES, OPT_TMPDIR, OPT_MODES, OPT_TUNE, OPT_AA, OPT_SAMPLES };
 
 static const struct option k_long_options[] = {
     {"minbytes", required_argument, NULL, 'b'},  {"maxbytes", required_argument, NULL, 'e'},
@@ -185,7 +187,8 @@ static const struct option k_long_options[] = {
     {"cudagraph", required_argument, NULL, 'G'}, {"help", no_argument, NULL, 'h'},
     {"reps", required_argument, NULL, OPT_REPS}, {"init-times", no_argument, NULL, OPT_INIT_TIMES},
     {"tmpdir", required_argument, NULL, OPT_TMPDIR}, {"modes", no_argument, NULL, OPT_MODES},
-    {"tune", required_argument, NULL, OPT_TUNE}, {"aa", no_argument, NULL, OPT_AA}, {NULL, 0, NULL, 0}};
+    {"tune", required_argument, NULL, OPT_TUNE}, {"aa", no_argument, NULL, OPT_AA},
+    {"samples", required_argument, NULL, OPT_SAMPLES}, {NULL, 0, NULL, 0}};
 
 /* An option getopt did not take: what it is, and where a moved one went. */
 static void unknown_option(char **argv, int missing_argument) {
@@ -236,6 +239,7 @@ static void take_option(int c, const char *flag, char **argv) {
         case OPT_REPS: opt.reps = parse_count(flag, optarg, 1, 1000); break;
         case OPT_INIT_TIMES: opt.init_times = 1; break;
         case OPT_AA: opt.aa = 1; break;
+        case OPT_SAMPLES: opt.samples = optarg; break;
         case OPT_TMPDIR: opt.tmpdir = optarg; break;
         case OPT_MODES: opt.modes = 1; break;
         case OPT_TUNE: opt.tune_file = optarg, opt.modes = 1; break;

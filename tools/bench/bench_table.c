@@ -4,10 +4,15 @@
  * in the same row. Sizes as nccl-tests counts them (src/<collective>.cu, GetCollByteCount): the
  * collectives whose buffers hold a block per rank take count = (size / element / ranks) rounded
  * down to whole 16 bytes, and their row's size is count x ranks x element. */
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tools/bench/bench.h"
 #include "tools/support/reference.h"
+
+/* --samples: rank 0's file of every timed run (NULL: none). */
+static FILE *samples;
 
 /* Device buffers of the largest size, and the host ones of the checks (input, expected, got). */
 typedef struct {
@@ -117,7 +122,7 @@ static long check(const ctx_t *c, const call_t *k, size_t in_bytes, size_t out_b
 
 /* -w calls of each, then --reps runs of -n calls, the library and raw NCCL alternately (drift
  * hits both alike): the fastest run of each. */
-static void time_pair(const ctx_t *c, const call_t *k, double *t_lib, double *t_raw) {
+static void time_pair(const ctx_t *c, const call_t *k, size_t bytes, int in_place, double *t_lib, double *t_raw) {
     for (int w = 0; w < opt.warmup; w++) {
         bench_call(c, 0, k);
         bench_call(c, 1, k);
@@ -127,6 +132,9 @@ static void time_pair(const ctx_t *c, const call_t *k, double *t_lib, double *t_
         double lib = bench_timed(c, 0, k, opt.iters), raw = bench_timed(c, 1, k, opt.iters);
         if (lib < *t_lib) *t_lib = lib;
         if (raw < *t_raw) *t_raw = raw;
+        if (samples != NULL)
+            fprintf(samples, "%s %zu %d %d %.4f %.4f\n", bench_colls[k->coll].name, bytes, in_place, r, lib * 1e6,
+                    raw * 1e6);
     }
 }
 
@@ -186,7 +194,7 @@ static void measure_row(const ctx_t *c, coll_t coll, buffers_t *b, size_t count,
         size_t n = (size_t)opt.nranks;
         size_t in_bytes = (ci->blocks_send ? n : 1) * k.block_bytes, out_bytes = (ci->blocks_recv ? n : 1) * k.block_bytes;
         w.wrong[ip] = opt.check ? check(c, &k, in_bytes, out_bytes, b) : 0;
-        time_pair(c, &k, &w.t_lib[ip], &w.t_raw[ip]);
+        time_pair(c, &k, bytes, ip, &w.t_lib[ip], &w.t_raw[ip]);
         tot->bus += (double)bytes / w.t_lib[ip] / 1e9 * f;
         tot->raw_bus += (double)bytes / w.t_raw[ip] / 1e9 * f;
         tot->results++;
@@ -291,10 +299,14 @@ int bench_tables(const ctx_t *c) {
         if (!b.in || !b.want || !b.got) DIE("out of host memory for 3 x %zu bytes (use -c 0)", bytes);
     }
     if (opt.rank == 0) print_run_head();
+    if (opt.rank == 0 && opt.samples != NULL && (samples = fopen(opt.samples, "a")) == NULL)
+        DIE("--samples %s: %s", opt.samples, strerror(errno));
     totals_t tot = {0, 0, 0, 0};
     for (int coll = 0; coll < COLL_COUNT; coll++)
         if (opt.colls >> coll & 1u) coll_table(c, (coll_t)coll, &b, &tot);
     if (opt.rank == 0) print_footer(&tot);
+    if (samples != NULL && fclose(samples) != 0) DIE("--samples %s: %s", opt.samples, strerror(errno));
+    samples = NULL;
     cudaFree(b.send);
     cudaFree(b.recv);
     free(b.in);

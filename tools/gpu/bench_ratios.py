@@ -2,7 +2,8 @@
 """Medians of hidet-nccl-bench's same-run time ratios (library/raw, out of place and in place)
 over several runs, per collective and size, for one or more files of concatenated runs (one
 column group per file, e.g. a build before and after a change). Also says, per file, how many
-(collective, size) points meet issue 37's target: ratio <= 1.02 or library <= raw + 0.1 us.
+(collective, size) points meet issue 37's target: ratio <= 1.02 or library <= raw + 0.1 us, for
+the medians and for each run alone (the issue's figure is one run's).
 
     tools/gpu/bench_ratios.py BEFORE_RUNS AFTER_RUNS
 
@@ -65,6 +66,20 @@ def main():
         print(row)
     for f, n in zip(files, met):
         print("# %s: %d of %d points meet ratio <= 1.02 or +0.1 us (medians, out of place)" % (f, n, len(keys)))
+    for f, d in zip(files, data):
+        print("# %s: each run alone: %s of %d" % (f, " ".join(str(n) for n in per_run(d)), len(d)))
+
+
+def meets(run):
+    """One run's point meets the target (out of place)."""
+    ratio, _, lib, raw = run
+    return ratio is not None and (ratio <= 1.02 or (lib is not None and raw is not None and lib - raw <= 0.1))
+
+
+def per_run(d):
+    """How many points meet the target in each run of one file (its runs in order)."""
+    runs = max((len(v) for v in d.values()), default=0)
+    return [sum(1 for v in d.values() if i < len(v) and meets(v[i])) for i in range(runs)]
 
 
 if __name__ == "__main__":
