@@ -90,7 +90,7 @@ cp tools/gpu/fake_nodes.sh "$dest/fake_nodes.sh"
 cp tools/gpu/heal_example.sh "$dest/heal_example.sh"
 cp tools/gpu/buffer_targets.sh "$dest/buffer_targets.sh"
 cp tools/gpu/check_buffer_targets.py "$dest/"
-cp tools/gpu/overhead_compare.sh tools/gpu/bench_ratios.py "$dest/"
+cp tools/gpu/overhead_compare.sh tools/gpu/bench_ratios.py tools/gpu/bench_pairs.py "$dest/"
 chmod +x "$dest/run.sh" "$dest/peer_death.sh" "$dest/two_nodes.sh" "$dest/fake_nodes.sh" "$dest/buffer_targets.sh" \
     "$dest/heal_example.sh"
 echo "bundle in $dest: $(ls "$dest/bin" | tr '\n' ' ')"

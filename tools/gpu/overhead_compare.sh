@@ -6,8 +6,9 @@
 # in both columns: how far a ratio strays with no library at all); then the per-piece costs
 # (coll_cost_probe parts) and the noise between two identical raw loops (coll_cost_probe aa).
 #   tools/gpu/overhead_compare.sh BEFORE_BIN AFTER_BIN [ROUNDS]    (bundle: DIR/overhead_compare.sh)
-# BIN: a folder holding hidet-nccl-bench and coll_cost_probe (one of them hidet-nccl-run). Prints the runs, then
-# tools/gpu/bench_ratios.py's medians over the rounds (it sits beside this script). KEEP=DIR keeps
+# BIN: a folder holding hidet-nccl-bench (one with --samples: 4b74a86 or later) and coll_cost_probe (one of them hidet-nccl-run). Prints the runs, then
+# tools/gpu/bench_ratios.py's medians over the rounds (it sits beside this script), and
+# tools/gpu/bench_pairs.py's verdict from every timed run (the bench's --samples). KEEP=DIR keeps
 # every run's output there (one file per build and settings), else they go with the script.
 set -uo pipefail
 before=${1:?BEFORE_BIN} after=${2:?AFTER_BIN} rounds=${3:-5}
@@ -21,7 +22,8 @@ bench() { # bin label args... (a label ending in -norec: the flight recorder off
     [[ $label == *-norec* ]] && entries=0
     [[ $label == *-aa* ]] && aa=(--aa)
     echo "## hidet-nccl-bench ($label): $*"
-    HIDET_NCCL_TRACE_ENTRIES=$entries "$launcher" -n 1 "$bin/hidet-nccl-bench" -c all "${aa[@]}" "$@" |
+    HIDET_NCCL_TRACE_ENTRIES=$entries "$launcher" -n 1 "$bin/hidet-nccl-bench" -c all "${aa[@]}" "$@" \
+        --samples "$out/$label.samples" |
         tee -a "$out/$label"
 }
 # The launcher starts each bench (one rank); it is not what is measured: AFTER_BIN's, else BEFORE_BIN's.
@@ -57,4 +59,7 @@ echo "## ratios: issue's command (-n 200 -w 20 --reps 5), $rounds runs each"
 python3 "$here/bench_ratios.py" "$out/before" "$out/after" "$out/after-norec" "$out/after-aa"
 echo "## ratios: longer (-n 1000 -w 50 --reps 9), $rounds runs each"
 python3 "$here/bench_ratios.py" "$out/before-long" "$out/after-long"
+echo "## every timed run: medians over run pairs (library run, raw run after it), all rounds pooled"
+python3 "$here/bench_pairs.py" "$out/before.samples" "$out/after.samples" "$out/after-norec.samples" \
+    "$out/after-aa.samples" "$out/before-long.samples" "$out/after-long.samples"
 [ -n "${KEEP:-}" ] || rm -rf "$out"
