@@ -117,6 +117,33 @@ static void test_ring_wraps(void) {
     set_env("HIDET_NCCL_TRACE_ENTRIES", NULL);
 }
 
+/* A ring asked for 5 entries keeps 8 (rounded up to a power of two: a call finds its slot with a
+ * mask): after 20 calls it holds seqs 12 .. 19, each with its own count. */
+static void test_ring_rounded_up(void) {
+    set_env("HIDET_NCCL_TRACE_ENTRIES", "5");
+    static fake_comm_t c = {2, 0};
+    int id = adopt(&c);
+    for (int i = 0; i < 20; i++)
+        HN_ASSERT_STATUS(hidet_nccl_broadcast(id, g_buf, g_buf, (size_t)i + 1, HIDET_NCCL_FLOAT32, 0, STREAM),
+                         HIDET_NCCL_SUCCESS, NULL);
+    char path[4096];
+    HN_ASSERT_STATUS(hidet_nccl_trace_dump(g_dir, path, sizeof path), HIDET_NCCL_SUCCESS, NULL);
+    tr_set_t set = {0};
+    if (read_dump(path, &set)) {
+        const tr_comm_t *m = comm_of(&set, id);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        CU_ASSERT_EQUAL(m->next_seq, 20);
+        CU_ASSERT_EQUAL(m->nops, 8);
+        for (size_t k = 0; k < m->nops; k++) {
+            CU_ASSERT_EQUAL(m->ops[k].seq, 12 + k);
+            CU_ASSERT_EQUAL(m->ops[k].count, 13 + k);
+        }
+    }
+    tr_free(&set);
+    HN_ASSERT_STATUS(hidet_nccl_comm_destroy(id), HIDET_NCCL_SUCCESS, NULL);
+    set_env("HIDET_NCCL_TRACE_ENTRIES", NULL);
+}
+
 static double wall_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -357,6 +384,7 @@ int main(int argc, char **argv) {
     }
     static const hn_test_t tests[] = {
         {"the ring wraps; every field as called", test_ring_wraps},
+        {"a ring's size rounded up to a power of two", test_ring_rounded_up},
         {"each entry stamped with its call's time", test_stamps},
         {"the recorder off", test_recorder_off},
         {"bad tags and trace directories", test_bad_tags_and_dirs},

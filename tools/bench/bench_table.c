@@ -121,7 +121,7 @@ static long check(const ctx_t *c, const call_t *k, size_t in_bytes, size_t out_b
 }
 
 /* -w calls of each, then --reps runs of -n calls, the library and raw NCCL alternately (drift
- * hits both alike): the fastest run of each. */
+ * hits both alike): the fastest run of each; with --samples every run's pair is kept too. */
 static void time_pair(const ctx_t *c, const call_t *k, size_t bytes, int in_place, double *t_lib, double *t_raw) {
     for (int w = 0; w < opt.warmup; w++) {
         bench_call(c, 0, k);

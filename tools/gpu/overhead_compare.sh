@@ -6,7 +6,8 @@
 # in both columns: how far a ratio strays with no library at all); then the per-piece costs
 # (coll_cost_probe parts) and the noise between two identical raw loops (coll_cost_probe aa).
 #   tools/gpu/overhead_compare.sh BEFORE_BIN AFTER_BIN [ROUNDS]    (bundle: DIR/overhead_compare.sh)
-# BIN: a folder holding hidet-nccl-bench (one with --samples: 4b74a86 or later) and coll_cost_probe (one of them hidet-nccl-run). Prints the runs, then
+# BIN: a folder holding hidet-nccl-bench (one with --samples: 4b74a86 or later) and coll_cost_probe
+# (one of them hidet-nccl-run). Prints the runs, then
 # tools/gpu/bench_ratios.py's medians over the rounds (it sits beside this script), and
 # tools/gpu/bench_pairs.py's verdict from every timed run (the bench's --samples). KEEP=DIR keeps
 # every run's output there (one file per build and settings), else they go with the script.
