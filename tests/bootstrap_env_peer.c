@@ -111,11 +111,16 @@ int main(int argc, char **argv) {
             CHECK(hidet_nccl_bootstrap_broadcast(bs, met, sizeof met, 0, 30) == HIDET_NCCL_SUCCESS);
             if (r != size - 1) {
                 /* Timed out here (the message tells the time really waited, or that a reader gave
-                 * up at its deadline first), or (socket) told by rank 0, which timed out first and left. */
+                 * up at its deadline first), or told that rank 0, which timed out first, left: the
+                 * socket backend by rank 0's word; the file backend's readers (ranks 1 ..) by rank
+                 * 0's process being gone, when rank 0 finished and exited before their own
+                 * deadline (a loaded machine starts them later; seen once in a suite run). */
                 hidet_nccl_status_t st = hidet_nccl_bootstrap_allgather(bs, mine, all, sizeof mine, 1.0);
                 const char *why = hidet_nccl_last_error();
                 CHECK((st == HIDET_NCCL_ERROR_TIMEOUT && (strstr(why, " s") != NULL || strstr(why, "gave up") != NULL)) ||
-                      (st == HIDET_NCCL_ERROR_BOOTSTRAP && strstr(why, "gave up") != NULL));
+                      (st == HIDET_NCCL_ERROR_BOOTSTRAP && strstr(why, "gave up") != NULL) ||
+                      (st == HIDET_NCCL_ERROR_BOOTSTRAP && r != 0 && strcmp(backend, "file") == 0 &&
+                       strstr(why, "rank 0 (root) is dead: its process") != NULL));
                 char mark[600];
                 snprintf(mark, sizeof mark, "%s/gave-up.%d", met, r);
                 FILE *f = fopen(mark, "w");

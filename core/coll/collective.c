@@ -13,22 +13,23 @@
 #include "core/base/settings_int.h"
 #include "core/comm/wait_int.h"
 
-hidet_nccl_status_t hidet_nccl__coll_ask_ranks(hn_coll_t *c) {
-    ncclResult_t r = c->nranks > 0 ? ncclSuccess : c->n->CommCount(c->comm, &c->nranks);
-    if (r == ncclSuccess) r = c->n->CommUserRank(c->comm, &c->rank);
+hidet_nccl_status_t hidet_nccl__coll_ask_ranks(const hn_nccl_t *n, ncclComm_t comm, int id, const char *name,
+                                              int *nranks, int *rank) {
+    ncclResult_t r = *nranks > 0 ? ncclSuccess : n->CommCount(comm, nranks);
+    if (r == ncclSuccess) r = n->CommUserRank(comm, rank);
     if (r != ncclSuccess) {
         char call[96];
-        snprintf(call, sizeof call, "ncclCommCount/ncclCommUserRank (communicator id %d)", c->id);
-        return hidet_nccl__nccl_fail(c->name, call, r, c->comm);
+        snprintf(call, sizeof call, "ncclCommCount/ncclCommUserRank (communicator id %d)", id);
+        return hidet_nccl__nccl_fail(name, call, r, comm);
     }
-    hidet_nccl__registry_note_asked(c->id, c->comm, c->nranks, c->rank); /* a size and rank never change */
+    hidet_nccl__registry_note_asked(id, comm, *nranks, *rank); /* a size and rank never change */
     return HIDET_NCCL_SUCCESS;
 }
 
-HN_COLD hidet_nccl_status_t hidet_nccl__plan_overflow(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count,
+HN_COLD hidet_nccl_status_t hidet_nccl__plan_overflow(const char *name, hidet_nccl_dtype_t dtype, size_t count,
                                                       size_t blocks, size_t elem_bytes, const char *what) {
     return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s %zu of %s (%zu bytes each)%s overflows size_t bytes",
-                   c->name, what, count, hidet_nccl__dtype_str(dtype), elem_bytes,
+                   name, what, count, hidet_nccl__dtype_str(dtype), elem_bytes,
                    blocks > 1 ? " times the number of ranks" : "");
 }
 
@@ -50,19 +51,20 @@ HN_HOT hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtyp
     return HIDET_NCCL_SUCCESS;
 }
 
-HN_COLD hidet_nccl_status_t hidet_nccl__coll_rank_refused(const hn_coll_t *c, int r, const char *what) {
+HN_COLD hidet_nccl_status_t hidet_nccl__coll_rank_refused(const char *name, int id, int nranks, int r,
+                                                          const char *what) {
     return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s %d is not a rank of communicator id %d (0 .. %d)",
-                   c->name, what, r, c->id, c->nranks - 1);
+                   name, what, r, id, nranks - 1);
 }
 
-HN_COLD hidet_nccl_status_t hidet_nccl__coll_buffer_refused(const hn_coll_t *c, const char *what, size_t count) {
-    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL with count %zu", c->name, what, count);
+HN_COLD hidet_nccl_status_t hidet_nccl__coll_buffer_refused(const char *name, const char *what, size_t count) {
+    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL with count %zu", name, what, count);
 }
 
-HN_COLD hidet_nccl_status_t hidet_nccl__coll_alias_refused(const hn_coll_t *c, const void *a, size_t a_bytes,
+HN_COLD hidet_nccl_status_t hidet_nccl__coll_alias_refused(const char *name, const void *a, size_t a_bytes,
                                                            const char *a_name, const void *b, size_t b_bytes,
                                                            const char *b_name, const char *rule) {
-    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s %p (%zu bytes) overlaps %s %p (%zu bytes); %s", c->name,
+    return HN_FAIL(HIDET_NCCL_ERROR_INVALID_ARGUMENT, "%s: %s %p (%zu bytes) overlaps %s %p (%zu bytes); %s", name,
                    a_name, a, a_bytes, b_name, b, b_bytes, rule);
 }
 
@@ -100,24 +102,24 @@ HN_HOT hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet
 /* What follows an NCCL call that did not return ncclSuccess: the error policy, or (a
  * non-blocking communicator still enqueuing) the wait. Out of the hot path: its messages'
  * buffers and formatting stay off the lines a successful call runs through. */
-HN_COLD hidet_nccl_status_t hidet_nccl__coll_unfinished(const hn_coll_t *c, ncclResult_t r, const char *nccl_call,
-                                                       size_t count, hidet_nccl_dtype_t dtype, const char *who,
-                                                       int rank, int in_group) {
+HN_COLD hidet_nccl_status_t hidet_nccl__coll_unfinished(const hn_nccl_t *n, ncclComm_t comm, int id, const char *name,
+                                                       ncclResult_t r, const char *nccl_call, size_t count,
+                                                       hidet_nccl_dtype_t dtype, const char *who, int rank,
+                                                       int in_group) {
     char call[192], tail[32] = "";
     if (who != NULL) snprintf(tail, sizeof tail, ", %s %d", who, rank);
-    snprintf(call, sizeof call, "%s(communicator id %d, count %zu of %s%s)", nccl_call, c->id, count,
+    snprintf(call, sizeof call, "%s(communicator id %d, count %zu of %s%s)", nccl_call, id, count,
              hidet_nccl__dtype_str(dtype), tail);
     if (r != ncclInProgress) {
         char event[160];
         snprintf(event, sizeof event, "%.100s failed (error policy ABORT_COMM)", nccl_call);
-        return hidet_nccl__comm_failed(c->id, hidet_nccl__nccl_fail(c->name, call, r, c->comm), 0, event);
+        return hidet_nccl__comm_failed(id, hidet_nccl__nccl_fail(name, call, r, comm), 0, event);
     }
     /* A non-blocking communicator may still be enqueuing (e.g. connecting on first use). */
-    if (in_group) return hidet_nccl__group_track(c->comm);
+    if (in_group) return hidet_nccl__group_track(comm);
     double timeout;
     HN_CHECK(hidet_nccl__timeout_seconds(&timeout));
-    ncclComm_t comm = c->comm;
-    return hidet_nccl__await(c->n, &comm, 1, timeout, 0, call);
+    return hidet_nccl__await(n, &comm, 1, timeout, 0, call);
 }
 
 HN_COLD hidet_nccl_status_t hidet_nccl__grouped_p2p_invalid(void) {

@@ -66,7 +66,8 @@ static inline hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char
 }
 /* Its number of ranks and this rank, when begin did not know them: a borrowed one's from NCCL
  * (then kept in the registry). */
-hidet_nccl_status_t hidet_nccl__coll_ask_ranks(hn_coll_t *c);
+hidet_nccl_status_t hidet_nccl__coll_ask_ranks(const hn_nccl_t *n, ncclComm_t comm, int id, const char *name,
+                                              int *nranks, int *rank);
 /* Its number of ranks and this rank: an owned communicator's from the registry (set by
  * coll_begin), a borrowed one's from NCCL once, then as asked. */
 static inline hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
@@ -76,12 +77,17 @@ static inline hidet_nccl_status_t hidet_nccl__coll_ranks(hn_coll_t *c) {
         c->rank = c->asked_rank;
         return HIDET_NCCL_SUCCESS;
     }
-    return hidet_nccl__coll_ask_ranks(c);
+    /* the record's fields, not its address, go out of line: it can stay in registers */
+    int nranks = c->nranks, rank = c->rank;
+    hidet_nccl_status_t st = hidet_nccl__coll_ask_ranks(c->n, c->comm, c->id, c->name, &nranks, &rank);
+    c->nranks = nranks;
+    c->rank = rank;
+    return st;
 }
 
 /* The refusal of count * blocks elements of elem_bytes each that overflow size_t bytes, naming
  * `what` ("sendcount"). */
-hidet_nccl_status_t hidet_nccl__plan_overflow(const hn_coll_t *c, hidet_nccl_dtype_t dtype, size_t count,
+hidet_nccl_status_t hidet_nccl__plan_overflow(const char *name, hidet_nccl_dtype_t dtype, size_t count,
                                               size_t blocks, size_t elem_bytes, const char *what);
 /* count * blocks elements of elem_bytes each, and count * mult NCCL elements, fit size_t: then
  * *nccl_count = count * mult and *bytes = count * elem_bytes; else plan_overflow's refusal. */
@@ -92,7 +98,7 @@ static inline hidet_nccl_status_t hidet_nccl__plan_sizes(const hn_coll_t *c, hid
     if (blocks == 0) blocks = 1;
     if (__builtin_expect(__builtin_mul_overflow(count, elem_bytes, &product) ||
                              __builtin_mul_overflow(product, blocks, &product), 0))
-        return hidet_nccl__plan_overflow(c, dtype, count, blocks, elem_bytes, what);
+        return hidet_nccl__plan_overflow(c->name, dtype, count, blocks, elem_bytes, what);
     *nccl_count = count * mult;
     *bytes = count * elem_bytes;
     return HIDET_NCCL_SUCCESS;
@@ -119,21 +125,24 @@ hidet_nccl_status_t hidet_nccl__reduce_plan(hn_coll_t *c, hidet_nccl_dtype_t dty
                                             size_t count, size_t blocks, hidet_nccl_reduction_t *red,
                                             size_t *nccl_count, size_t *bytes);
 
-/* The refusals of the checks below, out of the hot path. */
-hidet_nccl_status_t hidet_nccl__coll_rank_refused(const hn_coll_t *c, int r, const char *what);
-hidet_nccl_status_t hidet_nccl__coll_buffer_refused(const hn_coll_t *c, const char *what, size_t count);
-hidet_nccl_status_t hidet_nccl__coll_alias_refused(const hn_coll_t *c, const void *a, size_t a_bytes,
+/* The refusals of the checks below, out of the hot path. They (and plan_overflow, ask_ranks,
+ * unfinished) take the fields they use, not the record's address: a record whose address leaves
+ * the collective has to live in memory (broadcast's frame was 232 bytes, now 120). */
+hidet_nccl_status_t hidet_nccl__coll_rank_refused(const char *name, int id, int nranks, int r, const char *what);
+hidet_nccl_status_t hidet_nccl__coll_buffer_refused(const char *name, const char *what, size_t count);
+hidet_nccl_status_t hidet_nccl__coll_alias_refused(const char *name, const void *a, size_t a_bytes,
                                                    const char *a_name, const void *b, size_t b_bytes,
                                                    const char *b_name, const char *rule);
 /* r is a rank of the communicator (needs coll_ranks); else an error naming what ("root"). */
 static inline hidet_nccl_status_t hidet_nccl__coll_rank_arg(const hn_coll_t *c, int r, const char *what) {
-    if (__builtin_expect(r < 0 || r >= c->nranks, 0)) return hidet_nccl__coll_rank_refused(c, r, what);
+    if (__builtin_expect(r < 0 || r >= c->nranks, 0))
+        return hidet_nccl__coll_rank_refused(c->name, c->id, c->nranks, r, what);
     return HIDET_NCCL_SUCCESS;
 }
 /* ptr is not NULL; else an error naming it and the count. */
 static inline hidet_nccl_status_t hidet_nccl__coll_buffer(const hn_coll_t *c, const void *ptr, const char *what,
                                                           size_t count) {
-    if (__builtin_expect(ptr == NULL, 0)) return hidet_nccl__coll_buffer_refused(c, what, count);
+    if (__builtin_expect(ptr == NULL, 0)) return hidet_nccl__coll_buffer_refused(c->name, what, count);
     return HIDET_NCCL_SUCCESS;
 }
 /* [a, a + a_bytes) and [b, b + b_bytes) are disjoint, or a is exactly at in_place (NULL:
@@ -145,7 +154,7 @@ static inline hidet_nccl_status_t hidet_nccl__coll_alias(const hn_coll_t *c, con
     uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
     int disjoint = x + a_bytes <= y || y + b_bytes <= x;
     if (__builtin_expect(disjoint || (in_place != NULL && a == in_place), 1)) return HIDET_NCCL_SUCCESS;
-    return hidet_nccl__coll_alias_refused(c, a, a_bytes, a_name, b, b_bytes, b_name, rule);
+    return hidet_nccl__coll_alias_refused(c->name, a, a_bytes, a_name, b, b_bytes, b_name, rule);
 }
 
 /* A reduction on a communicator of one rank (needs its nranks; *done 0 otherwise): with a
@@ -159,7 +168,8 @@ hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_o
 /* What follows an NCCL call that did not return ncclSuccess: the error policy, or (a
  * non-blocking communicator still enqueuing) the wait. Out of the hot path: its messages'
  * buffers and formatting stay off the lines a successful call runs through. */
-hidet_nccl_status_t hidet_nccl__coll_unfinished(const hn_coll_t *c, ncclResult_t r, const char *nccl_call,
+hidet_nccl_status_t hidet_nccl__coll_unfinished(const hn_nccl_t *n, ncclComm_t comm, int id, const char *name,
+                                                ncclResult_t r, const char *nccl_call,
                                                 size_t count, hidet_nccl_dtype_t dtype, const char *who, int rank,
                                                 int in_group);
 /* After the NCCL call nccl_call ("ncclBroadcast") returned r: the flight recorder records it
@@ -175,7 +185,8 @@ static inline hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclR
         hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, who != NULL ? rank : -1, c->stream, r,
                                  in_group);
     if (__builtin_expect(r != ncclSuccess, 0))
-        return hidet_nccl__coll_unfinished(c, r, nccl_call, count, dtype, who, rank, in_group);
+        return hidet_nccl__coll_unfinished(c->n, c->comm, c->id, c->name, r, nccl_call, count, dtype, who, rank,
+                                           in_group);
     return in_group ? hidet_nccl__group_track(c->comm) : HIDET_NCCL_SUCCESS;
 }
 
