@@ -67,6 +67,17 @@ static const tr_comm_t *comm_of(const tr_set_t *set, int id) {
     return NULL;
 }
 
+/* Dumps this process's rings and reads the dump back into *set: communicator id's ring (the
+ * test stops when it is not there), or NULL when the dump could not be read. */
+static const tr_comm_t *dumped_comm(int id, tr_set_t *set) {
+    char path[4096];
+    HN_ASSERT_STATUS(hidet_nccl_trace_dump(g_dir, path, sizeof path), HIDET_NCCL_SUCCESS, NULL);
+    if (!read_dump(path, set)) return NULL;
+    const tr_comm_t *m = comm_of(set, id);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    return m;
+}
+
 /* A ring of 16 after 40 calls holds seqs 24 .. 39, each as called, with its tag. */
 static void test_ring_wraps(void) {
     set_env("HIDET_NCCL_TRACE_ENTRIES", "16");
@@ -87,12 +98,9 @@ static void test_ring_wraps(void) {
     HN_ASSERT_STATUS(hidet_nccl_broadcast(id, g_buf, g_buf, 1, HIDET_NCCL_FLOAT32, 9, STREAM),
                      HIDET_NCCL_ERROR_INVALID_ARGUMENT, "root 9");
     hidet_nccl_set_tag(NULL);
-    char path[4096];
-    HN_ASSERT_STATUS(hidet_nccl_trace_dump(g_dir, path, sizeof path), HIDET_NCCL_SUCCESS, NULL);
     tr_set_t set = {0};
-    if (read_dump(path, &set)) {
-        const tr_comm_t *m = comm_of(&set, id);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    const tr_comm_t *m = dumped_comm(id, &set);
+    if (m != NULL) {
         CU_ASSERT_EQUAL(m->next_seq, 40);
         CU_ASSERT_EQUAL(m->nops, 16);
         CU_ASSERT_EQUAL(m->rank, 1);
@@ -126,12 +134,9 @@ static void test_ring_rounded_up(void) {
     for (int i = 0; i < 20; i++)
         HN_ASSERT_STATUS(hidet_nccl_broadcast(id, g_buf, g_buf, (size_t)i + 1, HIDET_NCCL_FLOAT32, 0, STREAM),
                          HIDET_NCCL_SUCCESS, NULL);
-    char path[4096];
-    HN_ASSERT_STATUS(hidet_nccl_trace_dump(g_dir, path, sizeof path), HIDET_NCCL_SUCCESS, NULL);
     tr_set_t set = {0};
-    if (read_dump(path, &set)) {
-        const tr_comm_t *m = comm_of(&set, id);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    const tr_comm_t *m = dumped_comm(id, &set);
+    if (m != NULL) {
         CU_ASSERT_EQUAL(m->next_seq, 20);
         CU_ASSERT_EQUAL(m->nops, 8);
         for (size_t k = 0; k < m->nops; k++) {
