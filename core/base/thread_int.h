@@ -37,11 +37,14 @@ typedef struct {
     /* trace/trace_ring.c: the thread's tag is not "" */
     int tagged;
     /* comm/group.c: hidet_nccl_group_start calls not yet ended, the communicators used in the
-     * group (group_ntracked of group_captracked; NULL: none yet), the splits made in it */
+     * group (the first here, checked inline by every call in a group; with a second, all of
+     * them in group_tracked: group_ntracked of group_captracked, NULL: none yet), the splits
+     * made in it */
     int group_depth;
     int group_ntracked, group_captracked;
     struct ncclComm **group_tracked;
     struct pending_split *group_splits;
+    struct ncclComm *group_first;
     /* comm/registry.c */
     hn_thread_slot_t slot[HN_THREAD_SLOTS];
 } hn_thread_t;

@@ -64,10 +64,12 @@ static hidet_nccl_status_t finish_splits(const hn_nccl_t *n, hidet_nccl_status_t
     return st;
 }
 
-HN_HOT hidet_nccl_status_t hidet_nccl__group_track(ncclComm_t comm) {
-    if (hidet_nccl__thread.group_tracked == NULL) {
+hidet_nccl_status_t hidet_nccl__group_track_more(ncclComm_t comm) {
+    if (hidet_nccl__thread.group_tracked == NULL) { /* the second communicator: the first goes first */
         hidet_nccl__thread.group_tracked = t_inline;
         hidet_nccl__thread.group_captracked = INLINE_TRACKED;
+        t_inline[0] = hidet_nccl__thread.group_first;
+        hidet_nccl__thread.group_ntracked = 1;
     }
     for (int i = 0; i < hidet_nccl__thread.group_ntracked; i++)
         if (hidet_nccl__thread.group_tracked[i] == comm) return HIDET_NCCL_SUCCESS;
@@ -115,13 +117,20 @@ HN_HOT hidet_nccl_status_t hidet_nccl_group_end(void) {
          * ncclSuccess means every operation is enqueued (blocking ones always are): nothing to
          * wait for, as with raw NCCL (a collective outside a group asks no more either). */
         st = hidet_nccl__timeout_seconds(&timeout);
+        /* one communicator: the first; more: the array holds them all (group_track_more) */
+        ncclComm_t *tracked = hidet_nccl__thread.group_tracked;
+        int ntracked = hidet_nccl__thread.group_ntracked;
+        if (tracked == NULL) {
+            tracked = &hidet_nccl__thread.group_first;
+            ntracked = hidet_nccl__thread.group_first != NULL;
+        }
         if (st == HIDET_NCCL_SUCCESS && r == ncclInProgress)
-            st = hidet_nccl__await(n, hidet_nccl__thread.group_tracked, hidet_nccl__thread.group_ntracked, timeout, 0,
-                                   "the group's NCCL operations");
+            st = hidet_nccl__await(n, tracked, ntracked, timeout, 0, "the group's NCCL operations");
     }
     if (hidet_nccl__thread.group_splits != NULL) st = finish_splits(n, st, timeout);
     if (hidet_nccl__thread.group_tracked != t_inline) free(hidet_nccl__thread.group_tracked);
     hidet_nccl__thread.group_tracked = NULL;
+    hidet_nccl__thread.group_first = NULL;
     hidet_nccl__thread.group_ntracked = hidet_nccl__thread.group_captracked = 0;
     return st;
 }

@@ -310,6 +310,46 @@ static void test_send_recv_groups(void) {
     CU_ASSERT_EQUAL(group_depth(), 0);
 }
 
+/* With non-blocking communicators (ncclGroupEnd says ncclInProgress) group_end awaits every
+ * communicator the group used, each once: one; two; 17, past the thread's inline array. A
+ * group without that answer asks nothing. */
+static int awaited(const fake_call_t *c, int n, ncclComm_t comm) {
+    int k = 0;
+    for (int i = 0; i < n; i++) k += strcmp(c[i].fn, "ncclCommGetAsyncError") == 0 && c[i].comm == comm;
+    return k;
+}
+static void test_group_awaits_its_communicators(void) {
+    enum { MANY = 17 };
+    fake_comm_t comms[MANY];
+    int ids[MANY], n;
+    for (int i = 0; i < MANY; i++) {
+        comms[i] = (fake_comm_t){4, 1};
+        HN_ASSERT_STATUS(hidet_nccl_comm_adopt((ncclComm_t)(void *)&comms[i], &ids[i]), HIDET_NCCL_SUCCESS, NULL);
+    }
+    set_env("FAKE_NCCL_IN_PROGRESS", "1");
+    for (int used = 1; used <= MANY; used += used == 1 ? 1 : MANY - 2) { /* 1, 2, 17 */
+        g_clear();
+        HN_ASSERT_STATUS(hidet_nccl_group_start(), HIDET_NCCL_SUCCESS, NULL);
+        for (int i = 0; i < used; i++) { /* each twice, interleaved: tracked once */
+            HN_ASSERT_STATUS(hidet_nccl_send(ids[i], g_buf, 4, HIDET_NCCL_FLOAT32, 2, STREAM), HIDET_NCCL_SUCCESS, NULL);
+            HN_ASSERT_STATUS(hidet_nccl_recv(ids[(i + 1) % used], g_buf + 64, 4, HIDET_NCCL_FLOAT32, 0, STREAM),
+                             HIDET_NCCL_SUCCESS, NULL);
+        }
+        HN_ASSERT_STATUS(hidet_nccl_group_end(), HIDET_NCCL_SUCCESS, NULL);
+        const fake_call_t *c = calls(&n);
+        CU_ASSERT_EQUAL(n, 1 + 2 * used + 1 + used); /* start, the calls, end, one question each */
+        for (int i = 0; i < MANY; i++) CU_ASSERT_EQUAL(awaited(c, n, (ncclComm_t)(void *)&comms[i]), i < used);
+    }
+    set_env("FAKE_NCCL_IN_PROGRESS", NULL);
+    g_clear();
+    HN_ASSERT_STATUS(hidet_nccl_group_start(), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_send(ids[0], g_buf, 4, HIDET_NCCL_FLOAT32, 2, STREAM), HIDET_NCCL_SUCCESS, NULL);
+    HN_ASSERT_STATUS(hidet_nccl_group_end(), HIDET_NCCL_SUCCESS, NULL);
+    calls(&n);
+    CU_ASSERT_EQUAL(n, 3);
+    for (int i = 0; i < MANY; i++) HN_ASSERT_STATUS(hidet_nccl_comm_destroy(ids[i]), HIDET_NCCL_SUCCESS, NULL);
+}
+
 /* An NCCL failure names the call, count, dtype and root; a grouped form stays balanced. */
 static void test_failures_named(void) {
     set_env("FAKE_NCCL_FAIL", "ncclBroadcast");
@@ -509,6 +549,7 @@ int main(int argc, char **argv) {
         {"in place as NCCL defines it, other overlap refused", test_in_place_rules},
         {"all_to_all, gather, scatter: native or grouped send/recv", test_grouped_forms},
         {"send and recv in groups; to itself only in one", test_send_recv_groups},
+        {"a group awaits each communicator it used, each once", test_group_awaits_its_communicators},
         {"NCCL failures named, groups balanced", test_failures_named},
         {"scaled sums tied to a communicator and a dtype", test_premul_sum},
         {"a one-rank scaled sum in two parts", test_one_rank_scaled_sum},

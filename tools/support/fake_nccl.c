@@ -4,7 +4,10 @@
  * and does nothing else. Communicators are fake_comm_t made by the caller. Built twice: as NCCL
  * 2.28.9 with everything, and with -DFAKE_OLD as NCCL 2.10.3, without ncclAlltoAll,
  * ncclGather, ncclScatter and the scaled-sum ops. FAKE_NCCL_FAIL=<function> makes that
- * function fail with ncclInvalidArgument. Read the log with fake_nccl_log(). */
+ * function fail with ncclInvalidArgument. FAKE_NCCL_IN_PROGRESS=1 makes ncclGroupEnd answer
+ * ncclInProgress, as with non-blocking communicators, and logs each ncclCommGetAsyncError (with
+ * its communicator: what was awaited; each answers ncclSuccess). Read the log with
+ * fake_nccl_log(). */
 #include <nccl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,9 +90,13 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
     *rank = ((const fake_comm_t *)(const void *)comm)->rank;
     return ncclSuccess;
 }
+static int in_progress(void) {
+    const char *v = getenv("FAKE_NCCL_IN_PROGRESS");
+    return v != NULL && strcmp(v, "1") == 0;
+}
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async_error) {
-    (void)comm;
     *async_error = ncclSuccess;
+    if (in_progress()) return record("ncclCommGetAsyncError", NULL, NULL, 0, 0, -1, -1, comm);
     return ncclSuccess;
 }
 const char *ncclGetErrorString(ncclResult_t result) { return result == ncclSuccess ? "no error" : "fake failure"; }
@@ -99,7 +106,8 @@ ncclResult_t ncclGroupStart(void) {
 }
 ncclResult_t ncclGroupEnd(void) {
     g_depth--;
-    return record("ncclGroupEnd", NULL, NULL, 0, 0, -1, -1, NULL);
+    ncclResult_t r = record("ncclGroupEnd", NULL, NULL, 0, 0, -1, -1, NULL);
+    return r == ncclSuccess && in_progress() ? ncclInProgress : r;
 }
 ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, ncclDataType_t t, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
