@@ -12,6 +12,9 @@
  * little of the library in the caches and TLBs: each page a call touches shows in its time.) */
 #define HN_HOT __attribute__((hot))
 #define HN_COLD __attribute__((cold))
+/* A hot-path helper that more than one caller in a file shares: inlined all the same (gcc
+ * otherwise keeps one out-of-line copy, and the caller's call record has to live in memory). */
+#define HN_INLINE static inline __attribute__((always_inline))
 
 /* Appends "; <formatted>" to the calling thread's message (context from a caller). */
 void hidet_nccl__append_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

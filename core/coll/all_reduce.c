@@ -15,10 +15,11 @@
 /* A stream no call passes: prepare for hidet_nccl_all_reduce_route, which records nothing. */
 #define HN_ROUTE_ONLY ((cudaStream_t)(uintptr_t)-1)
 
-/* Everything all_reduce does before its call: checks, plan, route (c->comm, c->view). */
-HN_HOT static hidet_nccl_status_t prepare(int comm_id, const char *name, const void *sendbuff, const void *recvbuff,
-                                   size_t count, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, cudaStream_t stream,
-                                   hn_coll_t *c, hidet_nccl_reduction_t *red, size_t *nccl_count, size_t *bytes) {
+/* Everything all_reduce does before its call: checks, plan, route (c->comm, c->view). Inlined
+ * into both callers. */
+HN_INLINE hidet_nccl_status_t prepare(int comm_id, const char *name, const void *sendbuff, const void *recvbuff,
+                                      size_t count, hidet_nccl_dtype_t dtype, hidet_nccl_op_t op, cudaStream_t stream,
+                                      hn_coll_t *c, hidet_nccl_reduction_t *red, size_t *nccl_count, size_t *bytes) {
     HN_CHECK(hidet_nccl__coll_begin(comm_id, name, stream, c));
     c->dry = stream == HN_ROUTE_ONLY;
     HN_CHECK(hidet_nccl__reduce_plan(c, dtype, op, count, 1, red, nccl_count, bytes));

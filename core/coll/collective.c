@@ -73,11 +73,10 @@ HN_COLD hidet_nccl_status_t hidet_nccl__coll_alias_refused(const char *name, con
  * elements and the rest, as two calls, came out right for every count tried. */
 #define ONE_RANK_SCALED_STEP 4096
 
-HN_HOT hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_op_t op, const hidet_nccl_reduction_t *red,
-                                                const void *send, void *recv, size_t count, hidet_nccl_dtype_t dtype,
-                                                size_t nccl_count, cudaStream_t stream, int *done) {
-    *done = c->nranks == 1;
-    if (!*done) return HIDET_NCCL_SUCCESS;
+HN_HOT hidet_nccl_status_t hidet_nccl__one_rank_reduce_run(const hn_coll_t *c, hidet_nccl_op_t op,
+                                                           const hidet_nccl_reduction_t *red, const void *send,
+                                                           void *recv, size_t count, hidet_nccl_dtype_t dtype,
+                                                           size_t nccl_count, cudaStream_t stream) {
     size_t elem = hidet_nccl__nccl_type_size(red->nccl_dtype);
     if (!hidet_nccl__is_custom_op(op)) { /* every op of one value is that value: a copy, exact */
         if (c->trace != NULL)

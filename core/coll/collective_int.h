@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/base/status_int.h"
 #include "core/comm/group_int.h"
 #include "core/comm/registry_int.h"
 #include "core/nccl/dtype_int.h"
@@ -160,10 +161,20 @@ static inline hidet_nccl_status_t hidet_nccl__coll_alias(const hn_coll_t *c, con
 /* A reduction on a communicator of one rank (needs its nranks; *done 0 otherwise): with a
  * built-in op a copy (every op of one value is that value; NCCL refuses some on one rank, e.g.
  * an fp8 avg), with a scaled sum the NCCL all_reduce in two parts (NCCL 2.28.9 leaves the
- * last elements of some counts unwritten on one rank). *done 1: the result is the return. */
-hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_op_t op, const hidet_nccl_reduction_t *red,
-                                                const void *send, void *recv, size_t count, hidet_nccl_dtype_t dtype,
-                                                size_t nccl_count, cudaStream_t stream, int *done);
+ * last elements of some counts unwritten on one rank). *done 1: the result is the return.
+ * The check inline, the one-rank work out of line (collective.c). */
+hidet_nccl_status_t hidet_nccl__one_rank_reduce_run(const hn_coll_t *c, hidet_nccl_op_t op,
+                                                    const hidet_nccl_reduction_t *red, const void *send, void *recv,
+                                                    size_t count, hidet_nccl_dtype_t dtype, size_t nccl_count,
+                                                    cudaStream_t stream);
+static inline hidet_nccl_status_t hidet_nccl__one_rank_reduce(const hn_coll_t *c, hidet_nccl_op_t op,
+                                                              const hidet_nccl_reduction_t *red, const void *send,
+                                                              void *recv, size_t count, hidet_nccl_dtype_t dtype,
+                                                              size_t nccl_count, cudaStream_t stream, int *done) {
+    *done = c->nranks == 1;
+    if (__builtin_expect(!*done, 1)) return HIDET_NCCL_SUCCESS;
+    return hidet_nccl__one_rank_reduce_run(c, op, red, send, recv, count, dtype, nccl_count, stream);
+}
 
 /* What follows an NCCL call that did not return ncclSuccess: the error policy, or (a
  * non-blocking communicator still enqueuing) the wait. Out of the hot path: its messages'
@@ -177,9 +188,8 @@ hidet_nccl_status_t hidet_nccl__coll_unfinished(const hn_nccl_t *n, ncclComm_t c
  * communicator is tracked for group_end; ncclInProgress (a non-blocking communicator) is
  * awaited; a failure applies the communicator's error policy. The message names the call,
  * count, dtype and (who not NULL) the root or peer; it is made only when needed. */
-static inline hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call,
-                                                       size_t count, hidet_nccl_dtype_t dtype, const char *who,
-                                                       int rank) {
+HN_INLINE hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call,
+                                          size_t count, hidet_nccl_dtype_t dtype, const char *who, int rank) {
     int in_group = hidet_nccl__group_depth() > 0;
     if (c->trace != NULL)
         hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, who != NULL ? rank : -1, c->stream, r,

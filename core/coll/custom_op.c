@@ -8,8 +8,8 @@
 #include "core/base/status_int.h"
 #include "core/base/finalize_hooks_int.h"
 
-#define OP_BASE 64 /* op values OP_BASE .. OP_BASE + MAX_OPS - 1 are scaled sums */
-#define MAX_OPS 1024
+#define OP_BASE HN_CUSTOM_OP_BASE
+#define MAX_OPS HN_CUSTOM_OP_MAX
 
 typedef struct {
     int live;
@@ -28,8 +28,6 @@ static void forget_all(void) {
     for (int i = 0; i < MAX_OPS; i++) g_ops[i].live = 0;
     pthread_mutex_unlock(&g_lock);
 }
-
-HN_HOT int hidet_nccl__is_custom_op(hidet_nccl_op_t op) { return (int)op >= OP_BASE && (int)op < OP_BASE + MAX_OPS; }
 
 /* k (a copy of op's slot) is live, of communicator comm_id (comm) and of dtype. */
 static hidet_nccl_status_t check(const char *name, int comm_id, ncclComm_t comm, const custom_t *k,

@@ -7,8 +7,14 @@
 
 #include "hidet_nccl/hidet_nccl.h"
 
+/* Op values HN_CUSTOM_OP_BASE .. + HN_CUSTOM_OP_MAX - 1 are scaled sums (the table's slots). */
+#define HN_CUSTOM_OP_BASE 64
+#define HN_CUSTOM_OP_MAX 1024
+
 /* 1 if op is in the range of premul_sum ops (it may still be invalid). */
-int hidet_nccl__is_custom_op(hidet_nccl_op_t op);
+static inline int hidet_nccl__is_custom_op(hidet_nccl_op_t op) {
+    return (int)op >= HN_CUSTOM_OP_BASE && (int)op < HN_CUSTOM_OP_BASE + HN_CUSTOM_OP_MAX;
+}
 /* The NCCL op of a scaled-sum op, for communicator comm_id (comm) and dtype; an error naming
  * the call (`name`: "all_reduce") when it is not one of the communicator's, was made for
  * another dtype, or is destroyed. */

@@ -3,9 +3,9 @@
 #include "core/base/status_int.h"
 #include "core/comm/group_int.h"
 
-/* The checks both share: the plan, the peer, the buffer. */
-HN_HOT static hidet_nccl_status_t prepare(hn_coll_t *c, const void *buff, const char *buff_name, size_t count,
-                                   hidet_nccl_dtype_t dtype, int peer, ncclDataType_t *type, size_t *nccl_count) {
+/* The checks both share: the plan, the peer, the buffer (inlined into each). */
+HN_INLINE hidet_nccl_status_t prepare(hn_coll_t *c, const void *buff, const char *buff_name, size_t count,
+                                      hidet_nccl_dtype_t dtype, int peer, ncclDataType_t *type, size_t *nccl_count) {
     size_t bytes;
     HN_CHECK(hidet_nccl__move_plan(c, dtype, count, 1, "count", type, nccl_count, &bytes));
     HN_CHECK(hidet_nccl__coll_ranks(c));

@@ -128,7 +128,8 @@ HN_HOT hidet_nccl_status_t hidet_nccl_group_end(void) {
             st = hidet_nccl__await(n, tracked, ntracked, timeout, 0, "the group's NCCL operations");
     }
     if (hidet_nccl__thread.group_splits != NULL) st = finish_splits(n, st, timeout);
-    if (hidet_nccl__thread.group_tracked != t_inline) free(hidet_nccl__thread.group_tracked);
+    if (hidet_nccl__thread.group_tracked != NULL && hidet_nccl__thread.group_tracked != t_inline)
+        free(hidet_nccl__thread.group_tracked);
     hidet_nccl__thread.group_tracked = NULL;
     hidet_nccl__thread.group_first = NULL;
     hidet_nccl__thread.group_ntracked = hidet_nccl__thread.group_captracked = 0;

@@ -20,8 +20,8 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *const k_system_sonames[] = {"libnccl.so.2", "libnccl.so", NULL};
 const char *const *hidet_nccl__system_sonames = k_system_sonames;
-static hn_nccl_t g_nccl;
-static atomic_int g_loaded; /* set once g_nccl is complete */
+hn_nccl_t hidet_nccl__nccl_table;
+_Atomic int hidet_nccl__nccl_ready; /* set once the table is complete */
 
 /* What was tried, one line per place, for the error when nothing loads. */
 typedef struct {
@@ -79,7 +79,7 @@ static int adopt(void *handle, const char *path, searched_t *s) {
     }
     t.version = hidet_nccl__version_normalize(code);
     snprintf(t.path, sizeof t.path, "%s", path);
-    g_nccl = t;
+    hidet_nccl__nccl_table = t;
     HN_INFO("NCCL %d.%d.%d loaded from %s", hidet_nccl__version_major(t.version),
             hidet_nccl__version_minor(t.version), hidet_nccl__version_patch(t.version), t.path);
     return 1;
@@ -244,23 +244,17 @@ static hidet_nccl_status_t load_locked(void) {
                    s.text);
 }
 
-HN_HOT hidet_nccl_status_t hidet_nccl__nccl(const hn_nccl_t **out) { /* group_start's, per call */
-    if (!atomic_load_explicit(&g_loaded, memory_order_acquire)) {
-        pthread_mutex_lock(&g_lock);
-        hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
-        if (!atomic_load_explicit(&g_loaded, memory_order_relaxed)) {
-            st = load_locked();
-            if (st == HIDET_NCCL_SUCCESS) atomic_store_explicit(&g_loaded, 1, memory_order_release);
-        }
-        pthread_mutex_unlock(&g_lock);
-        if (st != HIDET_NCCL_SUCCESS) return st;
+hidet_nccl_status_t hidet_nccl__nccl_load(const hn_nccl_t **out) {
+    pthread_mutex_lock(&g_lock);
+    hidet_nccl_status_t st = HIDET_NCCL_SUCCESS;
+    if (!atomic_load_explicit(&hidet_nccl__nccl_ready, memory_order_relaxed)) {
+        st = load_locked();
+        if (st == HIDET_NCCL_SUCCESS) atomic_store_explicit(&hidet_nccl__nccl_ready, 1, memory_order_release);
     }
-    *out = &g_nccl;
+    pthread_mutex_unlock(&g_lock);
+    if (st != HIDET_NCCL_SUCCESS) return st;
+    *out = &hidet_nccl__nccl_table;
     return HIDET_NCCL_SUCCESS;
-}
-
-HN_HOT const hn_nccl_t *hidet_nccl__nccl_loaded(void) {
-    return atomic_load_explicit(&g_loaded, memory_order_acquire) ? &g_nccl : NULL;
 }
 
 HN_COLD hidet_nccl_status_t hidet_nccl__nccl_fail(const char *func, const char *call, ncclResult_t r,

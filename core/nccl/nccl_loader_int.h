@@ -3,6 +3,7 @@
 #define HIDET_NCCL_CORE_NCCL_NCCL_LOADER_INT_H_
 
 #include <nccl.h>
+#include <stdatomic.h>
 
 #include "core/nccl/nccl_symbols.h"
 #include "hidet_nccl/hidet_nccl.h"
@@ -21,12 +22,25 @@ typedef struct {
  * see the error of a search that finds nothing on a machine that has NCCL. */
 extern const char *const *hidet_nccl__system_sonames;
 
+/* The table once loaded (nccl_loader.c): set once, then read without a lock. */
+extern hn_nccl_t hidet_nccl__nccl_table;
+extern _Atomic int hidet_nccl__nccl_ready;
+
+/* hidet_nccl__nccl's first use: loads NCCL (thread-safe). */
+hidet_nccl_status_t hidet_nccl__nccl_load(const hn_nccl_t **out);
 /* Loads NCCL on first use (thread-safe) and returns the table, or fails with the list of
- * places searched. */
-hidet_nccl_status_t hidet_nccl__nccl(const hn_nccl_t **out);
+ * places searched. Inlined: after the first use, a load and a test (group_start/end's). */
+static inline hidet_nccl_status_t hidet_nccl__nccl(const hn_nccl_t **out) {
+    if (__builtin_expect(!atomic_load_explicit(&hidet_nccl__nccl_ready, memory_order_acquire), 0))
+        return hidet_nccl__nccl_load(out);
+    *out = &hidet_nccl__nccl_table;
+    return HIDET_NCCL_SUCCESS;
+}
 
 /* The table if loaded, else NULL; never loads (for fast paths after a successful init). */
-const hn_nccl_t *hidet_nccl__nccl_loaded(void);
+static inline const hn_nccl_t *hidet_nccl__nccl_loaded(void) {
+    return atomic_load_explicit(&hidet_nccl__nccl_ready, memory_order_acquire) ? &hidet_nccl__nccl_table : NULL;
+}
 
 /* "ncclXxx failed: <NCCL's string> (<last error>)" into the thread's message. */
 hidet_nccl_status_t hidet_nccl__nccl_fail(const char *func, const char *call, ncclResult_t r,
