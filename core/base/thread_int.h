@@ -50,12 +50,15 @@ typedef struct {
 } hn_thread_t;
 _Static_assert(offsetof(hn_thread_t, slot) == 64, "what every call touches besides its slot fits one line");
 
-extern _Thread_local hn_thread_t hidet_nccl__thread;
+/* The hot path's data is hidden (here and in the other layers' headers): addressed directly, not
+ * through the GOT, by every object that links the archive (the shared library exports only the
+ * public calls, packaging/exports.map). */
+extern __attribute__((visibility("hidden"))) _Thread_local hn_thread_t hidet_nccl__thread;
 
 /* Bumped by every change a thread's copies could miss: the registry's (a communicator added,
  * failed, destroyed, its recorder made) and a settings reload. A copy made at the current value
  * is what a fresh look would give. */
-extern _Atomic unsigned long hidet_nccl__generation;
+extern __attribute__((visibility("hidden"))) _Atomic unsigned long hidet_nccl__generation;
 
 static inline void hidet_nccl__stale_copies(void) {
     atomic_fetch_add_explicit(&hidet_nccl__generation, 1, memory_order_release);

@@ -16,7 +16,7 @@
 /* Allocations, registrations and views alive in the process: 0 keeps collectives off the
  * tables. A communicator's views count, so that it routes alike on every rank whatever memory
  * a rank has freed. */
-extern atomic_int hidet_nccl__mem_live;
+extern __attribute__((visibility("hidden"))) atomic_int hidet_nccl__mem_live;
 
 /* One allocation of hidet_nccl_mem_alloc. */
 typedef struct {

@@ -32,7 +32,7 @@ hidet_nccl_status_t hidet_nccl__movement(hidet_nccl_dtype_t dtype, ncclDataType_
 typedef struct {
     uint8_t type, mult, bytes;
 } hn_move_t;
-extern const hn_move_t hidet_nccl__moves[HIDET_NCCL_NUM_DTYPES];
+extern __attribute__((visibility("hidden"))) const hn_move_t hidet_nccl__moves[HIDET_NCCL_NUM_DTYPES];
 /* 1 if dtype reduces with sum (what a scaled sum needs). */
 int hidet_nccl__sum_allowed(hidet_nccl_dtype_t dtype);
 /* hidet's name of dtype, "?" if it is not one. */

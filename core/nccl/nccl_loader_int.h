@@ -23,8 +23,8 @@ typedef struct {
 extern const char *const *hidet_nccl__system_sonames;
 
 /* The table once loaded (nccl_loader.c): set once, then read without a lock. */
-extern hn_nccl_t hidet_nccl__nccl_table;
-extern _Atomic int hidet_nccl__nccl_ready;
+extern __attribute__((visibility("hidden"))) hn_nccl_t hidet_nccl__nccl_table;
+extern __attribute__((visibility("hidden"))) _Atomic int hidet_nccl__nccl_ready;
 
 /* hidet_nccl__nccl's first use: loads NCCL (thread-safe). */
 hidet_nccl_status_t hidet_nccl__nccl_load(const hn_nccl_t **out);
