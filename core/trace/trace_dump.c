@@ -88,7 +88,7 @@ void hidet_nccl__trace_write(FILE *f, int id, const hn_trace_t *t, const char *s
         if (e.op >= 0 && hidet_nccl_op_name((hidet_nccl_op_t)e.op, &op) != HIDET_NCCL_SUCCESS) op = "premul_sum";
         put_string(f, op);
         fprintf(f, ",\"peer\":%d,\"stream\":\"%p\",\"t\":%.6f,\"nccl_result\":%d,\"state\":", e.peer,
-                (void *)e.stream, wall_seconds(hidet_nccl__trace_mono_ns(t, e.t)), e.result);
+                (void *)e.stream, wall_seconds(e.t_ns), e.result);
         put_string(f, completion_state(t, slot, &e));
         fprintf(f, ",\"tag\":");
         put_string(f, e.tag);

@@ -12,20 +12,6 @@
 
 #include "core/base/thread_int.h"
 #include "core/trace/trace_ring_int.h"
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
-
-/* Now, on t's clock (trace_ring_int.h: the time-stamp counter where invariant, else the coarse
- * clock, to the kernel's tick). */
-static inline uint64_t hidet_nccl__trace_stamp(const hn_trace_t *t) {
-#if defined(__x86_64__)
-    if (__builtin_expect(t->tsc, 1)) return __rdtsc();
-#endif
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* One operation handed to NCCL (or done by the library for one rank): coll is a static name
  * ("all_reduce"), op a hidet_nccl_op_t or -1 (data movement), peer the root or peer or -1,
@@ -41,7 +27,9 @@ static inline void hidet_nccl__trace_record(hn_trace_t *t, const char *coll, siz
     hn_trace_entry_t *e = &t->e[slot];
     atomic_store_explicit(&e->stamp, 0, memory_order_relaxed); /* being written */
     atomic_thread_fence(memory_order_release);
-    e->t = hidet_nccl__trace_stamp(t);
+    struct timespec ts; /* the coarse clock: to the kernel's tick (1-4 ms), and a few ns instead of 16-33 */
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    e->t_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     e->coll = coll;
     e->count = count;
     e->dtype = (int16_t)dtype;

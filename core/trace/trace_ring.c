@@ -4,12 +4,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <zlib.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#include <x86intrin.h>
-#endif
 
 #include "core/base/status_int.h"
 #include "core/base/log_int.h"
@@ -47,36 +42,6 @@ uint32_t hidet_nccl__trace_key_child(uint32_t parent, uint32_t ordinal, const ch
     return (uint32_t)crc32(c, (const Bytef *)how, (uInt)strlen(how));
 }
 
-static uint64_t mono_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* 1 when the CPU's time-stamp counter ticks at one rate whatever the core's state (CPUID
- * 0x80000007, EDX bit 8: invariant TSC), so ticks convert to time by two anchors. */
-static int invariant_tsc(void) {
-#if defined(__x86_64__)
-    unsigned a, b, c, d;
-    return __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8)) != 0;
-#else
-    return 0;
-#endif
-}
-
-uint64_t hidet_nccl__trace_mono_ns(const hn_trace_t *t, uint64_t stamp) {
-#if defined(__x86_64__)
-    if (t->tsc) {
-        uint64_t tick1 = __rdtsc(), ns1 = mono_now_ns();
-        if (tick1 <= t->tick0 || ns1 <= t->ns0) return t->ns0;
-        double ns_per_tick = (double)(ns1 - t->ns0) / (double)(tick1 - t->tick0);
-        double since = (double)(int64_t)(stamp - t->tick0) * ns_per_tick; /* a core's counter may lag by a few */
-        return since <= -(double)t->ns0 ? 0 : (uint64_t)((double)t->ns0 + since);
-    }
-#endif
-    return stamp;
-}
-
 hn_trace_t *hidet_nccl__trace_new(uint32_t key) {
     int entries = 0;
     if (hidet_nccl__setting_int(HN_SETTING_TRACE_ENTRIES, &entries) != HIDET_NCCL_SUCCESS) /* entries: the default */
@@ -92,11 +57,6 @@ hn_trace_t *hidet_nccl__trace_new(uint32_t key) {
         return NULL;
     }
     t->entries = (uint32_t)entries;
-    t->tsc = invariant_tsc();
-#if defined(__x86_64__)
-    if (t->tsc) t->tick0 = __rdtsc();
-#endif
-    t->ns0 = mono_now_ns();
     t->key = key;
     t->rank = t->nranks = -1;
     int completion = 0;

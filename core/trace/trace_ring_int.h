@@ -24,7 +24,7 @@ typedef enum {
  * tag is written only when the thread has one. */
 typedef struct {
     _Alignas(64) _Atomic uint64_t stamp; /* seq + 1 once written; 0 while being written (or never) */
-    uint64_t t;             /* at enqueue, on the ring's clock (hidet_nccl__trace_stamp) */
+    uint64_t t_ns;          /* CLOCK_MONOTONIC at enqueue */
     const char *coll;       /* static name */
     size_t count;
     int16_t dtype, op;      /* op: a hidet_nccl_op_t, or -1 */
@@ -38,13 +38,6 @@ typedef struct {
 struct hn_trace {
     _Atomic uint64_t next; /* the next sequence number */
     uint32_t entries; /* a power of two */
-    /* The entries' clock: 1, the CPU's time-stamp counter (x86-64 with an invariant one: an
-     * instruction, where the coarse clock is a call through the PLT, libc and the vDSO that
-     * touches four pages' lines, cold after NCCL's launch); 0, CLOCK_MONOTONIC_COARSE in ns.
-     * With the counter, tick0 and ns0 were read together at the ring's making; a dump reads
-     * both again and converts between them (hidet_nccl__trace_mono_ns). */
-    int tsc;
-    uint64_t tick0, ns0;
     uint32_t key;
     uint32_t from_key; /* the communicator it was made from, when how is set */
     const char *how;   /* a static word ("recover"), or NULL */
@@ -52,9 +45,6 @@ struct hn_trace {
     cudaEvent_t *events; /* one per entry, or NULL */
     hn_trace_entry_t e[];
 };
-
-/* An entry's t as CLOCK_MONOTONIC nanoseconds (the dump's). */
-uint64_t hidet_nccl__trace_mono_ns(const hn_trace_t *t, uint64_t stamp);
 
 /* The rare parts of an entry (core/trace/trace_record_int.h writes the rest): the calling thread's
  * tag copied in; completion tracking (HIDET_NCCL_TRACE_COMPLETION=1): in a group, captured, or an

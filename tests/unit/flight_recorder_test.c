@@ -157,12 +157,11 @@ static double wall_now(void) {
 
 /* Each entry's time ("t", seconds since the epoch) is its call's: between the wall clock read
  * just before and just after the call, for two calls 100 ms apart, and the second not before the
- * first. The slack is 250 ms, not the recorder's clock's tick: the coarse clock (where the CPU
- * has no invariant time-stamp counter) is the kernel's last tick, and on a loaded machine (CI's
- * sanitizer runs) that tick came 6 ms late once; a wrong unit (us for ns: off by 1e3) or base
- * (the boot, not the epoch: off by the uptime, or by years) is off by far more. The gap between
- * the two is checked closer, to 20 ms: a counter's ticks taken for ns (or converted at a wrong
- * rate) make 100 ms into 200-400. */
+ * first. The slack is 250 ms, not the recorder's clock's tick: the coarse clock is the kernel's
+ * last tick, and on a loaded machine (CI's sanitizer runs) that tick came 6 ms late once; a wrong
+ * unit (us for ns: off by 1e3) or base (the boot, not the epoch: off by the uptime, or by years)
+ * is off by far more. The gap between the two is checked closer, to 20 ms (a few ticks): a clock
+ * read at the wrong rate (a counter's ticks taken for ns) makes 100 ms into 200-400. */
 static void test_stamps(void) {
     const double slack = 0.25;
     set_env("HIDET_NCCL_TRACE_ENTRIES", "16");
