@@ -219,6 +219,7 @@ check "bench -r 1e3" refused "$bench" "-r '1e3' is not a root rank in 0 .. 10485
 check "bench -f 1" refused "$bench" "-f '1' is not a factor in (1, 1024]" -f 1
 check "bench -f 2x" refused "$bench" "-f '2x' is not a factor in (1, 1024]" -f 2x
 check "bench --aa --modes" refused "$bench" "--aa is for the collectives' table, not --modes or --tune" --aa --modes
+check "bench --samples --tune" refused "$bench" "--samples is for the collectives' table, not --modes or --tune" --samples "$tmp/s" --tune "$tmp/t"
 # Good values pass the parser: -h after them prints the usage (on stdout) and exits 0.
 timeout -s KILL 20 "$bench" -b 8 -e 64k -b 1K -e 1G -f 1.5 -n 3 -w 0 -c 0 -r 1 -h >"$tmp/bench_h.out" 2>&1
 rc=$?

@@ -158,7 +158,7 @@ static const char k_usage[] =
     "  --reps N                fastest of N alternating runs of the library and raw NCCL per size (3)\n"
     "  --aa                    raw NCCL in the library's columns too (A/A): the ratios' own noise\n"
     "  --samples FILE          append every timed run there (rank 0): collective, size, in place, run,\n"
-    "                          library and raw us per call, one line each\n"
+    "                          library and raw us per call, one line each (not with --modes)\n"
     "  --init-times            first, the time to a ready communicator: raw ncclCommInitRank four ways\n"
     "                          against the library's shared-file bootstrap (medians of 15)\n"
     "  --tmpdir DIR            where --init-times makes its rendezvous directory (/tmp; shared by every node)\n"
@@ -260,6 +260,7 @@ static void check_together(void) {
     if (opt.colls == 0) opt.colls = 1u << COLL_ALL_REDUCE;
     unsigned mem_colls = 1u << COLL_ALL_REDUCE | 1u << COLL_ALL_GATHER | 1u << COLL_REDUCE_SCATTER;
     if (opt.aa && opt.modes) usage_error("%s is for the collectives' table, not --modes or --tune", "--aa");
+    if (opt.samples != NULL && opt.modes) usage_error("%s is for the collectives' table, not --modes or --tune", "--samples");
     if (opt.modes && ((opt.colls & ~mem_colls) != 0 || (opt.colls & (opt.colls - 1)) != 0))
         usage_error("%s", "--modes takes one collective: -c all_reduce, all_gather or reduce_scatter");
     hidet_nccl_reduction_t red;
