@@ -177,10 +177,21 @@ static void test_rank_twice(void) {
     hidet_nccl_settings_reload();
 }
 
-/* The same when rank 0's close of this rank's connection comes as this rank's own deadline does
- * (rank 0's deadline a moment earlier; CI's sanitizer run read the close only after its own
- * deadline, and the rank blamed "a flood of connections"): still no welcome, one missing. Rank 0
- * here is a listener that takes the connection, says nothing, and closes it 1 s after the fork. */
+/* Rank 1 of 3 under job key `key` joins at port and is told no welcome came: one is missing. */
+static void expect_no_welcome(int port, const char *key) {
+    hidet_nccl_socket_bootstrap_params_t p = params(port, 1, 3, key);
+    hidet_nccl_bootstrap_h bs = NULL;
+    char needle[128];
+    snprintf(needle, sizeof needle, "rank 1 connected to 127.0.0.1:%d but no welcome came before the deadline", port);
+    HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_TIMEOUT, needle);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hidet_nccl_last_error(), "rank 0 waits for every rank first: is one missing?"));
+}
+
+/* As test_connected_no_welcome (below), when rank 0's close of this rank's connection comes as
+ * this rank's deadline does (rank 0's a moment earlier; CI's sanitizer run read the close only
+ * after its own deadline, and the rank blamed "a flood of connections"): still no welcome, one
+ * missing. Rank 0 here is a listener that takes the connection, says nothing, and closes it 1 s
+ * after the fork. */
 static void test_closed_as_deadline_came(void) {
     setenv("HIDET_NCCL_TIMEOUT", "1", 1);
     hidet_nccl_settings_reload();
@@ -198,12 +209,7 @@ static void test_closed_as_deadline_came(void) {
         _exit(c >= 0 ? 0 : 1); /* both sockets closed */
     }
     close(lfd);
-    hidet_nccl_socket_bootstrap_params_t p = params(port, 1, 3, "late");
-    hidet_nccl_bootstrap_h bs = NULL;
-    char needle[128];
-    snprintf(needle, sizeof needle, "rank 1 connected to 127.0.0.1:%d but no welcome came before the deadline", port);
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_TIMEOUT, needle);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hidet_nccl_last_error(), "is one missing?"));
+    expect_no_welcome(port, "late");
     CU_ASSERT(wait_ok(hub));
     unsetenv("HIDET_NCCL_TIMEOUT");
     hidet_nccl_settings_reload();
@@ -220,12 +226,7 @@ static void test_connected_no_welcome(void) {
     int first = hn_test_dial(port);                 /* rank 0 listens: its deadline is the first */
     CU_ASSERT_FATAL(first >= 0);
     close(first);
-    hidet_nccl_socket_bootstrap_params_t p = params(port, 1, 3, "missing");
-    hidet_nccl_bootstrap_h bs = NULL;
-    char needle[128];
-    snprintf(needle, sizeof needle, "rank 1 connected to 127.0.0.1:%d but no welcome came before the deadline", port);
-    HN_ASSERT_STATUS(hidet_nccl_bootstrap_socket(&p, &bs), HIDET_NCCL_ERROR_TIMEOUT, needle);
-    CU_ASSERT_PTR_NOT_NULL(strstr(hidet_nccl_last_error(), "rank 0 waits for every rank first: is one missing?"));
+    expect_no_welcome(port, "missing");
     CU_ASSERT(!wait_ok(root));
     unsetenv("HIDET_NCCL_TIMEOUT");
     hidet_nccl_settings_reload();
