@@ -79,7 +79,8 @@
       "1: all_to_all, gather and scatter as grouped send/recv even where NCCL has them (ncclAlltoAll, ncclGather, " \
       "ncclScatter: 2.28)") \
     X(TRACE_ENTRIES, "HIDET_NCCL_TRACE_ENTRIES", INT, "2048", 0, 1 << 20, \
-      "operations each communicator's flight recorder keeps, rounded up to a power of two (0: the recorder off)") \
+      "operations each communicator's flight recorder keeps, rounded up to a power of two (0: the recorder off); " \
+      "unset: on only with HIDET_NCCL_TRACE_DIR set, where a dump can go, else off and free") \
     X(TRACE_DIR, "HIDET_NCCL_TRACE_DIR", STRING, NULL, 0, 0, \
       "existing directory the flight recorder dumps into, on a deadline, an abort, SIGUSR1 or hidet_nccl_trace_dump" \
       " (hidet-nccl-run --trace-dir sets it)") \

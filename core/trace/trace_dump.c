@@ -144,6 +144,12 @@ static void write_header(FILE *f, const char *reason) {
     fprintf(f, ",\"pid\":%ld,\"rank\":%d,\"time\":%.6f,\"nccl_version\":%d,\"reason\":", (long)getpid(),
             hidet_nccl__launcher_rank(), (double)r.tv_sec + r.tv_nsec * 1e-9, n != NULL ? n->version : 0);
     put_string(f, reason);
+    /* what a reader says of a dump with no ring: why nothing was recorded */
+    const char *off = hidet_nccl__trace_off_why();
+    char recorder[160] = "on";
+    if (off != NULL) snprintf(recorder, sizeof recorder, "off (%s)", off);
+    fprintf(f, ",\"recorder\":");
+    put_string(f, recorder);
     fputs("}\n", f);
 }
 

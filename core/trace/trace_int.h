@@ -11,9 +11,14 @@
 
 typedef struct hn_trace hn_trace_t;
 
+/* Why the recorder is off, in words, or NULL when it records: where HIDET_NCCL_TRACE_ENTRIES
+ * is set, as it says (0: off); where it is not, only with a trace directory set (a dump has
+ * somewhere to go: a deadline, an abort, SIGUSR1, hidet_nccl_trace_dump(NULL)), so that a
+ * job nobody will read a dump of pays nothing per call (docs/flight_recorder.md). */
+const char *hidet_nccl__trace_off_why(void);
 /* A new ring for a communicator named key (see the key functions), with
- * HIDET_NCCL_TRACE_ENTRIES entries; NULL when that setting is 0 (the recorder off) or memory
- * is short (a warning says so: the communicator works, unrecorded). With
+ * HIDET_NCCL_TRACE_ENTRIES entries; NULL when the recorder is off (trace_off_why, said at
+ * INFO) or memory is short (a warning says so: the communicator works, unrecorded). With
  * HIDET_NCCL_TRACE_COMPLETION=1 each entry gets a CUDA event (made here, once). */
 hn_trace_t *hidet_nccl__trace_new(uint32_t key);
 void hidet_nccl__trace_free(hn_trace_t *t);

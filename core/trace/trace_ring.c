@@ -8,6 +8,7 @@
 
 #include "core/base/status_int.h"
 #include "core/base/log_int.h"
+#include "core/base/settings_int.h"
 #include "core/base/thread_int.h"
 #include "core/trace/trace_ring_int.h"
 
@@ -42,11 +43,25 @@ uint32_t hidet_nccl__trace_key_child(uint32_t parent, uint32_t ordinal, const ch
     return (uint32_t)crc32(c, (const Bytef *)how, (uInt)strlen(how));
 }
 
+const char *hidet_nccl__trace_off_why(void) {
+    hn_setting_info_t entries;
+    hidet_nccl__setting_info(HN_SETTING_TRACE_ENTRIES, &entries);
+    if (entries.env == NULL) /* not asked for: recorded where a dump can be written */
+        return hidet_nccl__setting_str(HN_SETTING_TRACE_DIR) != NULL
+                   ? NULL
+                   : "neither HIDET_NCCL_TRACE_DIR nor HIDET_NCCL_TRACE_ENTRIES set; set one to record";
+    return entries.error == NULL && entries.number <= 0 ? "HIDET_NCCL_TRACE_ENTRIES=0" : NULL;
+}
+
 hn_trace_t *hidet_nccl__trace_new(uint32_t key) {
+    const char *off = hidet_nccl__trace_off_why();
+    if (off != NULL) {
+        HN_INFO("flight recorder off for communicator %08x (%s)", (unsigned)key, off);
+        return NULL;
+    }
     int entries = 0;
     if (hidet_nccl__setting_int(HN_SETTING_TRACE_ENTRIES, &entries) != HIDET_NCCL_SUCCESS) /* entries: the default */
         HN_WARN("%s; the flight recorder keeps the default", hidet_nccl__setting_error(HN_SETTING_TRACE_ENTRIES));
-    if (entries <= 0) return NULL;
     /* a power of two: a call finds its entry with a mask, not a division (docs/benchmarks.md) */
     while (entries & (entries - 1)) entries += entries & -entries;
     size_t bytes = sizeof(hn_trace_t) + (size_t)entries * sizeof(hn_trace_entry_t); /* a multiple of 64, the alignment */

@@ -351,12 +351,15 @@ hidet_nccl_status_t hidet_nccl_all_reduce_route(int comm_id, const void *sendbuf
 
 /* ---------------------------------------------------------------- flight recorder
  *
- * Every communicator keeps a ring of its last HIDET_NCCL_TRACE_ENTRIES (2048) operations
- * handed to NCCL: sequence number, collective, dtype, count, op, root or peer, stream, time,
- * the calling thread's tag, and (HIDET_NCCL_TRACE_COMPLETION=1) whether it completed. With
- * HIDET_NCCL_TRACE_DIR set, a deadline or an abort dumps it (also before the ABORT_PROCESS
- * policy ends the process), and so does SIGUSR1; `hidet-nccl-trace DIR` reads the dumps of
- * every rank and says where they diverged. docs/flight_recorder.md has the details. */
+ * With HIDET_NCCL_TRACE_DIR set (hidet-nccl-run --trace-dir), every communicator keeps a ring
+ * of its last HIDET_NCCL_TRACE_ENTRIES (2048) operations handed to NCCL: sequence number,
+ * collective, dtype, count, op, root or peer, stream, time, the calling thread's tag, and
+ * (HIDET_NCCL_TRACE_COMPLETION=1) whether it completed; a deadline or an abort dumps it there
+ * (also before the ABORT_PROCESS policy ends the process), and so does SIGUSR1;
+ * `hidet-nccl-trace DIR` reads the dumps of every rank and says where they diverged. Without a
+ * trace directory no dump would be written, so nothing is recorded and a call costs nothing
+ * for it, unless HIDET_NCCL_TRACE_ENTRIES is set (0: off everywhere). Decided per communicator
+ * at its first collective. docs/flight_recorder.md has the details. */
 
 /* A dump's file in its directory: prefix, the launcher's rank (else "pid" and the process id),
  * suffix. */
@@ -368,7 +371,8 @@ hidet_nccl_status_t hidet_nccl_all_reduce_route(int comm_id, const void *sendbuf
 hidet_nccl_status_t hidet_nccl_set_tag(const char *tag);
 /* Dumps every communicator's ring now into dir (NULL: HIDET_NCCL_TRACE_DIR), an existing
  * writable directory, as hidet-nccl-trace.<rank>.jsonl (written atomically; a later dump
- * replaces it). path (may be NULL) gets the file's path. */
+ * replaces it); with the recorder off its header says why. path (may be NULL) gets the file's
+ * path. */
 hidet_nccl_status_t hidet_nccl_trace_dump(const char *dir, char *path, size_t path_size);
 
 /* Destroys every owned communicator, drops the borrowed ones, and empties the registry.

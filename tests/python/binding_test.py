@@ -300,18 +300,37 @@ class Binding(FakeNcclCase):
             hn.call("hidet_nccl_settings_reload")
 
     def test_tag_and_trace_dump(self):
+        """The recorder records with a trace directory set (a communicator's ring is made at its
+        first collective); trace_dump() then writes there. Without one, COMM was not recorded,
+        and a dump's header says why."""
         with self.assertRaises(hn.HidetNcclError):
             hn.set_tag("x" * 60)
-        hn.set_tag("step 7")
-        COMM.all_reduce(CudaArray(0x1000, (4,), "<f4"))
-        hn.set_tag(None)
+        fake = FakeComm(4, 2)
         with tempfile.TemporaryDirectory() as d:
-            path = hn.trace_dump(d)
-            self.assertTrue(path.startswith(d))
-            with open(path) as f:
+            os.environ["HIDET_NCCL_TRACE_DIR"] = d
+            hn.call("hidet_nccl_settings_reload")
+            try:
+                comm = hn.adopt(ctypes.addressof(fake))
+                hn.set_tag("step 7")
+                comm.all_reduce(CudaArray(0x1000, (4,), "<f4"))
+                hn.set_tag(None)
+                path = hn.trace_dump()
+                self.assertTrue(path.startswith(d))
+                with open(path) as f:
+                    lines = [json.loads(line) for line in f]
+                comm.destroy()
+            finally:
+                del os.environ["HIDET_NCCL_TRACE_DIR"]
+                hn.call("hidet_nccl_settings_reload")
+            self.assertEqual(lines[0]["recorder"], "on")
+            ops = [x for x in lines if x["type"] == "op" and x["tag"] == "step 7"]
+            self.assertEqual([(x["coll"], x["dtype"], x["count"]) for x in ops], [("all_reduce", "float32", 4)])
+            COMM.all_reduce(CudaArray(0x1000, (4,), "<f4"))
+            with open(hn.trace_dump(d)) as f:
                 lines = [json.loads(line) for line in f]
-        ops = [x for x in lines if x["type"] == "op" and x["tag"] == "step 7"]
-        self.assertEqual([(x["coll"], x["dtype"], x["count"]) for x in ops], [("all_reduce", "float32", 4)])
+        self.assertEqual(lines[0]["recorder"],
+                         "off (neither HIDET_NCCL_TRACE_DIR nor HIDET_NCCL_TRACE_ENTRIES set; set one to record)")
+        self.assertEqual([x for x in lines if x.get("comm") == COMM.id], [])
         with self.assertRaises(hn.HidetNcclError) as e:
             hn.trace_dump("/no/such/dir")
         self.assertIn("must exist", str(e.exception))

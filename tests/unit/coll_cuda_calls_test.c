@@ -22,6 +22,8 @@
 #define STREAM ((cudaStream_t)(uintptr_t)0x5)
 #define FLOAT HIDET_NCCL_FLOAT32
 #define SUM HIDET_NCCL_SUM
+/* The recorder asked for (its default is off without a trace directory): main sets it */
+#define RECORDER_ON "2048"
 
 static fake_nccl_clear_fn g_clear;
 static char g_buf[1 << 16];
@@ -92,14 +94,18 @@ static void test_owned(void) {
     OK(hidet_nccl_comm_destroy(id));
 }
 
+/* Off as asked (0), and off by default (neither a size nor a trace directory set). */
 static void test_recorder_off(void) {
-    fake_comm_t fc = {4, 1};
-    int id;
-    set_env("HIDET_NCCL_TRACE_ENTRIES", "0");
-    OK(hidet_nccl_comm_adopt((ncclComm_t)(void *)&fc, &id));
-    none_on(id, g_buf, 0, "borrowed, recorder off");
-    OK(hidet_nccl_comm_destroy(id));
-    set_env("HIDET_NCCL_TRACE_ENTRIES", NULL);
+    static const char *const entries[] = {"0", NULL};
+    for (int k = 0; k < 2; k++) {
+        fake_comm_t fc = {4, 1};
+        int id;
+        set_env("HIDET_NCCL_TRACE_ENTRIES", entries[k]);
+        OK(hidet_nccl_comm_adopt((ncclComm_t)(void *)&fc, &id));
+        none_on(id, g_buf, 0, k ? "borrowed, recorder off by default" : "borrowed, recorder off (0)");
+        OK(hidet_nccl_comm_destroy(id));
+    }
+    set_env("HIDET_NCCL_TRACE_ENTRIES", RECORDER_ON);
 }
 
 /* Library memory with a registration on the communicator: the route (the buffers checked
@@ -163,10 +169,11 @@ int main(int argc, char **argv) {
     int version = 0;
     fake_nccl_log_fn log;
     if (fake_nccl_load(argv[1], &version, &log, &g_clear) == NULL) return 1;
+    setenv("HIDET_NCCL_TRACE_ENTRIES", RECORDER_ON, 1);
     static const hn_test_t tests[] = {
         {"no CUDA call on NCCL's path: a borrowed communicator", test_borrowed},
         {"no CUDA call on NCCL's path: an owned one, and inside a group", test_owned},
-        {"no CUDA call on NCCL's path: the flight recorder off", test_recorder_off},
+        {"no CUDA call on NCCL's path: the flight recorder off, as asked and by default", test_recorder_off},
         {"no CUDA call on NCCL's path: library memory, registered (the route)", test_library_memory_route},
         {"counted: completion tracking's capture query and event", test_completion_tracking_counted},
         {"counted: a one-rank reduction's copy", test_one_rank_copy_counted},

@@ -209,20 +209,47 @@ static void test_stamps(void) {
     set_env("HIDET_NCCL_TRACE_ENTRIES", NULL);
 }
 
-/* HIDET_NCCL_TRACE_ENTRIES=0: no ring, a dump lists nothing. */
+/* The recorder records where a dump of it can be read: as HIDET_NCCL_TRACE_ENTRIES says where it
+ * is set (0: off, even with a trace directory; a size: on, even without one, for
+ * hidet_nccl_trace_dump(dir)), and where it is not, only with HIDET_NCCL_TRACE_DIR set. Off: no
+ * ring, so the dump lists no communicator, and its header says why. */
 static void test_recorder_off(void) {
-    set_env("HIDET_NCCL_TRACE_ENTRIES", "0");
-    static fake_comm_t c = {2, 0};
-    int id = adopt(&c);
-    HN_ASSERT_STATUS(hidet_nccl_all_reduce(id, g_buf, g_buf, 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, STREAM),
-                     HIDET_NCCL_SUCCESS, NULL);
-    char path[4096];
-    HN_ASSERT_STATUS(hidet_nccl_trace_dump(g_dir, path, sizeof path), HIDET_NCCL_SUCCESS, NULL);
-    tr_set_t set = {0};
-    if (read_dump(path, &set)) CU_ASSERT_PTR_NULL(comm_of(&set, id));
-    tr_free(&set);
-    hidet_nccl_comm_destroy(id);
+    static const struct {
+        const char *entries;
+        int dir;
+        const char *recorder; /* the header's */
+    } cases[] = {
+        {"0", 0, "off (HIDET_NCCL_TRACE_ENTRIES=0)"},
+        {"0", 1, "off (HIDET_NCCL_TRACE_ENTRIES=0)"},
+        {NULL, 0, "off (neither HIDET_NCCL_TRACE_DIR nor HIDET_NCCL_TRACE_ENTRIES set; set one to record)"},
+        {NULL, 1, "on"},
+        {"16", 0, "on"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        set_env("HIDET_NCCL_TRACE_ENTRIES", cases[k].entries);
+        set_env("HIDET_NCCL_TRACE_DIR", cases[k].dir ? g_dir : NULL);
+        static fake_comm_t c = {2, 0};
+        int id = adopt(&c);
+        for (int i = 0; i < 3; i++)
+            HN_ASSERT_STATUS(hidet_nccl_all_reduce(id, g_buf, g_buf, 4, HIDET_NCCL_FLOAT32, HIDET_NCCL_SUM, STREAM),
+                             HIDET_NCCL_SUCCESS, NULL);
+        char path[4096];
+        HN_ASSERT_STATUS(hidet_nccl_trace_dump(g_dir, path, sizeof path), HIDET_NCCL_SUCCESS, NULL);
+        tr_set_t set = {0};
+        if (read_dump(path, &set)) {
+            int on = strcmp(cases[k].recorder, "on") == 0;
+            const tr_comm_t *m = comm_of(&set, id);
+            CU_ASSERT_STRING_EQUAL(set.dumps[0].recorder, cases[k].recorder);
+            CU_ASSERT_EQUAL(m != NULL, on);
+            if (m != NULL) CU_ASSERT_EQUAL(m->nops, 3);
+            if (strcmp(set.dumps[0].recorder, cases[k].recorder) != 0 || (m != NULL) != on)
+                fprintf(stderr, "case %zu: recorder '%s', ring %s\n", k, set.dumps[0].recorder, m ? "made" : "none");
+        }
+        tr_free(&set);
+        hidet_nccl_comm_destroy(id);
+    }
     set_env("HIDET_NCCL_TRACE_ENTRIES", NULL);
+    set_env("HIDET_NCCL_TRACE_DIR", NULL);
 }
 
 static void test_bad_tags_and_dirs(void) {
@@ -256,6 +283,7 @@ static void test_bad_tags_and_dirs(void) {
 
 /* A write that fails (the file size limit stands in for a full disk): an error, no file. */
 static void test_full_disk(void) {
+    set_env("HIDET_NCCL_TRACE_ENTRIES", "64");
     static fake_comm_t c = {2, 1};
     int id = adopt(&c);
     for (int i = 0; i < 50; i++)
@@ -273,6 +301,7 @@ static void test_full_disk(void) {
     HN_ASSERT_STATUS(st, HIDET_NCCL_ERROR_SYSTEM, "nothing was kept");
     CU_ASSERT_EQUAL(rmdir(sub), 0); /* empty: the temporary file is gone */
     hidet_nccl_comm_destroy(id);
+    set_env("HIDET_NCCL_TRACE_ENTRIES", NULL);
 }
 
 /* An abort dumps (with a trace directory set); the id shows dead, with why. */
@@ -396,7 +425,7 @@ int main(int argc, char **argv) {
         {"the ring wraps; every field as called", test_ring_wraps},
         {"a ring's size rounded up to a power of two", test_ring_rounded_up},
         {"each entry stamped with its call's time", test_stamps},
-        {"the recorder off", test_recorder_off},
+        {"the recorder on only where a dump can be read, or as asked", test_recorder_off},
         {"bad tags and trace directories", test_bad_tags_and_dirs},
         {"a dump that cannot be written leaves nothing", test_full_disk},
         {"an abort dumps", test_abort_dumps},
@@ -412,6 +441,7 @@ int main(int argc, char **argv) {
         {"--ranks lists parsed strictly", test_rank_lists},
         {"--ranks: only those dumps; a listed rank with no dump is missing", test_tool_ranks},
         {"--comm: only that communicator; an unknown key lists the keys", test_tool_comm},
+        {"a rank whose recorder was off: said, with why", test_tool_recorder_off},
         {NULL, NULL},
     };
     return hn_run_tests("flight_recorder", tests);

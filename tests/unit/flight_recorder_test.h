@@ -41,5 +41,6 @@ void test_tool_json(void);
 void test_tool_ranks(void);
 void test_rank_lists(void);
 void test_tool_comm(void);
+void test_tool_recorder_off(void);
 
 #endif

@@ -15,7 +15,8 @@
  * NCCL and lent (hidet_nccl_comm_adopt), as a code that keeps its own does. group: each call
  * inside its own group_start/end (raw: ncclGroupStart/End). graph: the calls captured once and
  * replayed (GPU time only). aa: raw NCCL in both columns (the spread between two identical
- * loops: what a difference must exceed to mean anything). The recorder follows HIDET_NCCL_TRACE_ENTRIES (0: off).
+ * loops: what a difference must exceed to mean anything). The recorder follows HIDET_NCCL_TRACE_ENTRIES (0: off)
+ * and, where that is unset, HIDET_NCCL_TRACE_DIR (set: on).
  * One line a collective: raw and library, host and GPU microseconds per call, and the
  * differences. */
 #include <cuda_runtime_api.h>
@@ -282,11 +283,12 @@ int main(int argc, char **argv) {
         HN(hidet_nccl_finalize());
         return 0;
     }
-    const char *entries = getenv("HIDET_NCCL_TRACE_ENTRIES");
+    const char *entries = getenv("HIDET_NCCL_TRACE_ENTRIES"), *dir = getenv("HIDET_NCCL_TRACE_DIR");
+    int recorded = entries && *entries ? strcmp(entries, "0") != 0 : dir && *dir; /* core/trace/trace_ring.c's rule */
     printf("# coll_cost_probe: %s communicator, 1 rank, %zu bytes out of place, %d calls%s%s, recorder %s, %d reps "
            "(medians)%s\n",
            adopted ? "adopted" : "owned", bytes, calls, g_group ? ", each in a group" : "",
-           graph ? ", in a CUDA graph" : "", entries && !strcmp(entries, "0") ? "off" : "on", REPS,
+           graph ? ", in a CUDA graph" : "", recorded ? "on" : "off", REPS,
            g_aa ? "; A/A: raw NCCL in the library's column too" : "");
     printf("# %-14s %9s %9s %9s | %9s %9s %9s   (us per call)\n", "collective", "raw host", "lib host", "+host",
            "raw gpu", "lib gpu", "+gpu");

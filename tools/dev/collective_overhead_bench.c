@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", hidet_nccl_last_error());
         return 1;
     }
-    unsetenv("HIDET_NCCL_TRACE_ENTRIES");
+    setenv("HIDET_NCCL_TRACE_ENTRIES", "2048", 1); /* asked for: without a trace directory it is off by default */
     setenv("HIDET_NCCL_TRACE_COMPLETION", "1", 1); /* likewise: a ring with an event per entry */
     hidet_nccl_settings_reload();
     if (cuda && (hidet_nccl_comm_adopt(events.comm, &events.id) != HIDET_NCCL_SUCCESS || lib_send(&events) != 0)) {

@@ -153,6 +153,8 @@ static int read_header(ctx_t *c, json_t *o, tr_dump_t *d) {
         return -1;
     d->pid = (long)pid;
     d->rank = (int)rank;
+    /* optional (older dumps lack it): "on", or "off (why)" when its communicators were not recorded */
+    if (json_object_get(o, "recorder") != NULL && get_str(c, o, "recorder", d->recorder, sizeof d->recorder)) return -1;
     return 0;
 }
 

@@ -36,6 +36,7 @@ typedef struct {
 typedef struct {
     char name[256];    /* the file */
     char host[64], reason[128];
+    char recorder[160]; /* the header's: "on", "off (why)", or "" (not said) */
     long pid;
     int rank;
     tr_comm_t *comms;

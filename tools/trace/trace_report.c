@@ -114,6 +114,9 @@ static void detail(const tr_group_t *g, const char *verdict, FILE *out) {
     }
 }
 
+/* 1 when the dump's process recorded nothing by choice (its header's "recorder" is "off (why)"). */
+static int recorder_off(const tr_dump_t *d) { return strncmp(d->recorder, "off", 3) == 0; }
+
 void tr_print_text(const tr_analysis_t *a, FILE *out) {
     char line[512];
     verdict_text(a, a->worst, line, sizeof line);
@@ -122,6 +125,12 @@ void tr_print_text(const tr_analysis_t *a, FILE *out) {
         verdict_text(a, &a->absent, line, sizeof line);
         fputc('\n', out);
         tr_say(out, "%s", line);
+    }
+    for (size_t i = 0; i < a->set->ndumps; i++) {
+        const tr_dump_t *d = &a->set->dumps[i];
+        if (recorder_off(d))
+            tr_say(out, "rank %d (pid %ld, %s) recorded nothing: its flight recorder was %s", d->rank, d->pid, d->name,
+                   d->recorder);
     }
     for (size_t i = 0; i < a->ng; i++) {
         verdict_text(a, &a->v[i], line, sizeof line);
@@ -262,6 +271,18 @@ int tr_print_json(const tr_analysis_t *a, int files_skipped, FILE *out) {
     put(root, "dumps", json_integer((json_int_t)a->set->ndumps), &bad);
     put(root, "files_skipped", json_integer(files_skipped), &bad);
     put(root, "missing_listed", a->absent.kind != TR_V_NONE ? verdict_json(a, &a->absent, &bad) : json_null(), &bad);
+    json_t *off = json_array();
+    for (size_t i = 0; i < a->set->ndumps; i++) {
+        const tr_dump_t *d = &a->set->dumps[i];
+        if (!recorder_off(d)) continue;
+        json_t *o = json_object();
+        put(o, "rank", json_integer(d->rank), &bad);
+        put(o, "pid", json_integer(d->pid), &bad);
+        put(o, "file", tr_json_string(d->name), &bad);
+        put(o, "recorder", tr_json_string(d->recorder), &bad);
+        append(off, o, &bad);
+    }
+    put(root, "recorder_off", off, &bad);
     for (size_t i = 0; i < a->ng; i++) {
         const tr_group_t *g = &a->g[i];
         json_t *c = json_object(), *ranks = json_array();
