@@ -23,7 +23,6 @@ typedef struct {
     int grouped_p2p;              /* HIDET_NCCL_GROUPED_P2P: 0 or 1, -1 when its value is invalid */
     void *comm;  /* ncclComm_t */
     void *trace; /* hn_trace_t *, or NULL */
-    const void *nccl; /* const hn_nccl_t *: the loaded NCCL */
 } hn_thread_slot_t;
 
 #define HN_THREAD_SLOTS 4 /* ids a thread alternates between without going back to the registry */

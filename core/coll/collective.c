@@ -80,8 +80,7 @@ HN_HOT hidet_nccl_status_t hidet_nccl__one_rank_reduce_run(const hn_coll_t *c, h
     size_t elem = hidet_nccl__nccl_type_size(red->nccl_dtype);
     if (!hidet_nccl__is_custom_op(op)) { /* every op of one value is that value: a copy, exact */
         if (c->trace != NULL)
-            hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, -1, stream, ncclSuccess,
-                                     hidet_nccl__group_depth() > 0);
+            hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, -1, stream, ncclSuccess, c->in_group);
         if (recv == send) return HIDET_NCCL_SUCCESS;
         cudaError_t e = cudaMemcpyAsync(recv, send, nccl_count * elem, cudaMemcpyDeviceToDevice, stream);
         if (e == cudaSuccess) return HIDET_NCCL_SUCCESS;

@@ -28,6 +28,7 @@ typedef struct {
     int asked_nranks, asked_rank; /* a borrowed one's, once NCCL was asked (coll_ranks); else 0, -1 */
     cudaStream_t stream;
     int op;             /* the reduction's hidet_nccl_op_t (set by reduce_plan), or -1 */
+    int in_group;       /* inside hidet_nccl_group_start .. end: read before NCCL's call (coll_end's) */
     hn_trace_t *trace;  /* the communicator's flight recorder, or NULL */
     /* Set by the route on library memory (core/coll/mem_route.c): the view that runs the call
      * (an hn_view_t; 0, plain, unless routed); when it names the own kernels, their workspace
@@ -40,7 +41,10 @@ typedef struct {
 } hn_coll_t;
 
 /* The communicator of a live id that has not failed (nothing else is asked of NCCL yet): the
- * thread's copy of it (comm/registry_int.h), inlined into every collective. */
+ * thread's copy of it (comm/registry_int.h), inlined into every collective. The NCCL table is
+ * the loaded one's (a registered communicator implies it): its address is fixed, so a call's
+ * function pointer is loaded beside the copy, not after it; and the group depth is read here,
+ * while the thread's first line is in the cache (NCCL's launch pushes it out before coll_end). */
 static inline hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char *name, cudaStream_t stream,
                                                          hn_coll_t *c) {
     const hn_thread_slot_t *h;
@@ -49,7 +53,7 @@ static inline hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char
     int known = h->nranks > 0 && h->rank >= 0; /* an owned communicator's: NCCL is not asked per call */
     *c = (hn_coll_t){.id = comm_id,
                      .comm = (ncclComm_t)h->comm,
-                     .n = (const hn_nccl_t *)h->nccl,
+                     .n = &hidet_nccl__nccl_table,
                      .name = name,
                      .nranks = known ? h->nranks : -1,
                      .rank = known ? h->rank : -1,
@@ -57,6 +61,7 @@ static inline hidet_nccl_status_t hidet_nccl__coll_begin(int comm_id, const char
                      .asked_rank = h->asked_rank,
                      .stream = stream,
                      .op = -1,
+                     .in_group = hidet_nccl__group_depth() > 0,
                      .trace = (hn_trace_t *)h->trace,
                      .view = 0,
                      .dry = 0,
@@ -190,7 +195,7 @@ hidet_nccl_status_t hidet_nccl__coll_unfinished(const hn_nccl_t *n, ncclComm_t c
  * count, dtype and (who not NULL) the root or peer; it is made only when needed. */
 HN_INLINE hidet_nccl_status_t hidet_nccl__coll_end(const hn_coll_t *c, ncclResult_t r, const char *nccl_call,
                                           size_t count, hidet_nccl_dtype_t dtype, const char *who, int rank) {
-    int in_group = hidet_nccl__group_depth() > 0;
+    int in_group = c->in_group;
     if (c->trace != NULL)
         hidet_nccl__trace_record(c->trace, c->name, count, dtype, c->op, who != NULL ? rank : -1, c->stream, r,
                                  in_group);

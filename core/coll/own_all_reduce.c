@@ -5,7 +5,6 @@
 
 #include "core/base/status_int.h"
 #include "core/coll/own_all_reduce_int.h"
-#include "core/comm/group_int.h"
 #include "core/mem/mem_own_int.h"
 #include "core/mem/own_module_int.h"
 #include "core/nccl/cuda_driver_int.h"
@@ -22,7 +21,7 @@ int hidet_nccl__own_takes(const hn_coll_t *c, hidet_nccl_dtype_t dtype, const hi
     if (!hidet_nccl__view_is_own(c->view)) return 0;
     int order_only = 0, op = (int)red->nccl_op;
     int t = hidet_nccl__own_type(red->nccl_dtype, &order_only);
-    int cannot = c->own == NULL, grouped = hidet_nccl__group_depth() > 0, large = bytes > HN_OWN_STAGE_BYTES;
+    int cannot = c->own == NULL, grouped = c->in_group, large = bytes > HN_OWN_STAGE_BYTES;
     int type = t < 0 || op < 0 || op >= HN_OWN_NUM_OPS, rounds = !type && order_only && op != ncclMax && op != ncclMin;
     if (!(cannot || grouped || large || type || rounds)) return 1;
     if (why == NULL) return 0;

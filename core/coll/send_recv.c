@@ -1,7 +1,6 @@
 /* hidet_nccl_send / hidet_nccl_recv: point to point, every dtype moved byte for byte. */
 #include "core/coll/collective_int.h"
 #include "core/base/status_int.h"
-#include "core/comm/group_int.h"
 
 /* The checks both share: the plan, the peer, the buffer (inlined into each). */
 HN_INLINE hidet_nccl_status_t prepare(hn_coll_t *c, const void *buff, const char *buff_name, size_t count,
@@ -10,7 +9,7 @@ HN_INLINE hidet_nccl_status_t prepare(hn_coll_t *c, const void *buff, const char
     HN_CHECK(hidet_nccl__move_plan(c, dtype, count, 1, "count", type, nccl_count, &bytes));
     HN_CHECK(hidet_nccl__coll_ranks(c));
     HN_CHECK(hidet_nccl__coll_rank_arg(c, peer, "peer"));
-    if (peer == c->rank && hidet_nccl__group_depth() == 0)
+    if (peer == c->rank && !c->in_group)
         return HN_FAIL(HIDET_NCCL_ERROR_INVALID_USAGE,
                        "%s: peer %d is this rank: a send to itself and its receive must be in one group "
                        "(hidet_nccl_group_start ... hidet_nccl_group_end), or NCCL waits forever",

@@ -262,7 +262,6 @@ hidet_nccl_status_t hidet_nccl__registry_coll_copy(int id, const hn_thread_slot_
             .grouped_p2p = p2p.error != NULL ? -1 : p2p.number != 0,
             .comm = s->comm,
             .trace = s->trace,
-            .nccl = hidet_nccl__nccl_loaded(), /* a registered communicator implies a loaded NCCL */
         };
         *out = h;
     }

@@ -50,7 +50,7 @@ hidet_nccl_status_t hidet_nccl__registry_get(int id, int accept_failed, hn_slot_
  * at the current generation, else registry_coll_copy. Refuses what registry_get refuses (a
  * failed id too); the copy holds the communicator, its size and rank (an owned one's; a
  * borrowed one's once asked, registry_note_asked, apart), its flight recorder ring (made at its
- * first collective: hidet_nccl__trace_new; NULL with the recorder off) and the loaded NCCL.
+ * first collective: hidet_nccl__trace_new; NULL with the recorder off).
  * *out stays valid until this thread's next look. Takes no lock while the registry is unchanged
  * since this thread's last look at id. */
 hidet_nccl_status_t hidet_nccl__registry_coll_copy(int id, const hn_thread_slot_t **out);
