@@ -6,6 +6,11 @@ raw run timed right after it (they share the machine's moment, so drift between 
 A point meets the target when the median ratio <= 1.02 or the median difference <= 0.1 us.
 
     tools/gpu/bench_pairs.py SAMPLES [SAMPLES ...]
+    tools/gpu/bench_pairs.py --by-collective DIR LABEL [LABEL ...]
+
+The second form pools each label's runs (the files DIR/LABEL.*) and prints, per collective,
+out of place (ip 0) and in place (ip 1), the median over every size and run pair of library -
+raw (us) and of library / raw, and raw's median time: where a build's cost sits, beside others.
 
 One column per file; a file holds one bench run (or several appended: their pairs pool). With
 --reps 5 a median of five pairs strays about as far as the fastest-of-five does; with --reps 25
@@ -14,6 +19,7 @@ the A/A bench (--aa, raw NCCL in both columns) met 58 of 58 in both of two runs 
 Standard library only.
 """
 import collections
+import glob
 import statistics
 import sys
 
@@ -29,9 +35,37 @@ def read(path):
     return pairs
 
 
+def by_collective(directory, labels):
+    """Per (collective, in place) and label: medians over every size and run pair."""
+    data = {}
+    for label in labels:
+        pooled = collections.defaultdict(list)
+        for path in sorted(glob.glob("%s/%s.*" % (directory, label))):
+            for line in open(path):
+                cols = line.split()
+                if len(cols) == 6:
+                    pooled[(cols[0], cols[2])].append((float(cols[4]), float(cols[5])))
+        data[label] = pooled
+    print("# per collective, medians over every size and run pair: lib-raw us, lib/raw (raw's median us)")
+    print("%-15s %2s %s" % ("collective", "ip", "".join("%-27s" % label for label in labels)))
+    for k in sorted(set().union(*data.values())):
+        row = "%-15s %2s " % k
+        for label in labels:
+            runs = data[label].get(k)
+            if not runs:
+                row += "%-27s" % "-"
+                continue
+            row += "%-27s" % ("%+.3f %.3f (raw %.2f)" % (statistics.median(a - b for a, b in runs),
+                                                        statistics.median(a / b for a, b in runs),
+                                                        statistics.median(b for _, b in runs)))
+        print(row)
+
+
 def main():
     files = sys.argv[1:]
-    if not files:
+    if len(files) >= 3 and files[0] == "--by-collective":
+        return by_collective(files[1], files[2:])
+    if not files or files[0].startswith("-"):
         sys.exit(__doc__)
     data = [read(f) for f in files]
     keys = sorted(set().union(*data))
