@@ -62,6 +62,7 @@ hn_trace_t *hidet_nccl__trace_new(uint32_t key) {
     int entries = 0;
     if (hidet_nccl__setting_int(HN_SETTING_TRACE_ENTRIES, &entries) != HIDET_NCCL_SUCCESS) /* entries: the default */
         HN_WARN("%s; the flight recorder keeps the default", hidet_nccl__setting_error(HN_SETTING_TRACE_ENTRIES));
+    if (entries <= 0) return NULL; /* trace_off_why said so already; kept so that no ring has 0 entries */
     /* a power of two: a call finds its entry with a mask, not a division (docs/benchmarks.md) */
     while (entries & (entries - 1)) entries += entries & -entries;
     size_t bytes = sizeof(hn_trace_t) + (size_t)entries * sizeof(hn_trace_entry_t); /* a multiple of 64, the alignment */
