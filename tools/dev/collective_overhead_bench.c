@@ -6,9 +6,9 @@
  * real program leaves it (code and data evicted from L1 and L2), not warm from the last call.
  * With "cuda" (a GPU machine) the calls name a real CUDA stream, and a third column has the
  * recorder with completion tracking (a CUDA event recorded per call). 
- * Prints ns per call, library (flight recorder on, the default; and off) and direct, what the
- * library adds, and what the recorder adds (on minus off, completion tracking off), for each
- * collective. */
+ * Prints ns per call, library (flight recorder on, as HIDET_NCCL_TRACE_ENTRIES=2048 asks; and
+ * off, its default without a trace directory) and direct, what the library adds, and what the
+ * recorder adds (on minus off, completion tracking off), for each collective. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
