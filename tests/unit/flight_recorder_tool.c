@@ -509,7 +509,7 @@ void test_tool_ranks(void) {
         free(out);
         free(err);
     }
-    remove_dumps(dir, 3);
+    remove_dumps(dir, 4);
 }
 
 /* The parser itself: ranges sorted and merged, membership. */
@@ -582,22 +582,27 @@ void test_tool_comm(void) {
 }
 
 /* A rank whose recorder was off (its header's "recorder": "off (why)"): its dump holds no
- * communicator; the text says so under the verdict, with why, and --json lists it; a rank whose
- * recorder was on (or whose dump does not say, an older one) is not listed. */
+ * communicator; the text says so under the verdict, with why (a process without a launcher's
+ * rank by its pid), and --json lists it; a rank whose recorder was on (or whose dump does not
+ * say, an older one) is not listed. */
 void test_tool_recorder_off(void) {
-    const char *job[3] = {
+    const char *job[4] = {
         "{\"type\":\"header\",\"hidet_nccl_trace\":1,\"host\":\"h\",\"pid\":1,\"rank\":0,\"time\":1.0,"
         "\"nccl_version\":22809,\"reason\":\"test\",\"recorder\":\"on\"}\n" COMM_K(0, "1234abcd", 0, 3, 1)
             SUM_K(0, "1234abcd", 0, 16),
         "{\"type\":\"header\",\"hidet_nccl_trace\":1,\"host\":\"h\",\"pid\":2,\"rank\":1,\"time\":1.0,"
         "\"nccl_version\":22809,\"reason\":\"test\",\"recorder\":\"off (HIDET_NCCL_TRACE_ENTRIES=0)\"}\n",
-        HEADER(2) COMM_K(0, "1234abcd", 2, 3, 1) SUM_K(0, "1234abcd", 0, 16)};
+        HEADER(2) COMM_K(0, "1234abcd", 2, 3, 1) SUM_K(0, "1234abcd", 0, 16),
+        "{\"type\":\"header\",\"hidet_nccl_trace\":1,\"host\":\"h\",\"pid\":3,\"rank\":-1,\"time\":1.0,"
+        "\"nccl_version\":22809,\"reason\":\"test\",\"recorder\":\"off (why)\"}\n"};
     char dir[1100], *out, *err;
-    dump_dir("recorder_off", job, 3, dir, sizeof dir);
+    dump_dir("recorder_off", job, 4, dir, sizeof dir);
     const char *text[] = {dir, NULL};
     CU_ASSERT_EQUAL(run_tool_args(text, &out, &err), 1); /* rank 1 left nothing of 1234abcd */
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "rank 1 (pid 2, " /* then the file's path */));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, ") recorded nothing: its flight recorder was off (HIDET_NCCL_TRACE_ENTRIES=0)\n"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(out, ") recorded nothing: its flight recorder was off (HIDET_NCCL_TRACE_ENTRIES=0)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\npid 3 (")); /* no launcher's rank: named by its pid */
     CU_ASSERT_PTR_NULL(strstr(out, "rank 0 (pid 1"));
     CU_ASSERT_PTR_NULL(strstr(out, "rank 2 (pid 1"));
     free(out);
@@ -605,12 +610,12 @@ void test_tool_recorder_off(void) {
     const char *json[] = {"--json", dir, NULL};
     CU_ASSERT_EQUAL(run_tool_args(json, &out, &err), 1);
     json_t *doc = parsed(out);
-    CU_ASSERT_EQUAL(json_array_size(json_object_get(doc, "recorder_off")), 1);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(doc, "recorder_off")), 2);
     CU_ASSERT_EQUAL(jint(jat(doc, "recorder_off", 0), "rank"), 1);
     CU_ASSERT_EQUAL(jint(jat(doc, "recorder_off", 0), "pid"), 2);
     CU_ASSERT_STRING_EQUAL(jstr(jat(doc, "recorder_off", 0), "recorder"), "off (HIDET_NCCL_TRACE_ENTRIES=0)");
     json_decref(doc);
     free(out);
     free(err);
-    remove_dumps(dir, 3);
+    remove_dumps(dir, 4);
 }

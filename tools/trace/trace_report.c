@@ -128,9 +128,12 @@ void tr_print_text(const tr_analysis_t *a, FILE *out) {
     }
     for (size_t i = 0; i < a->set->ndumps; i++) {
         const tr_dump_t *d = &a->set->dumps[i];
-        if (recorder_off(d))
+        if (!recorder_off(d)) continue;
+        if (d->rank >= 0)
             tr_say(out, "rank %d (pid %ld, %s) recorded nothing: its flight recorder was %s", d->rank, d->pid, d->name,
                    d->recorder);
+        else /* a process no launcher numbered */
+            tr_say(out, "pid %ld (%s) recorded nothing: its flight recorder was %s", d->pid, d->name, d->recorder);
     }
     for (size_t i = 0; i < a->ng; i++) {
         verdict_text(a, &a->v[i], line, sizeof line);
