@@ -106,26 +106,28 @@ void hidet_nccl__bf_round_note(hn_bf_state_t *s, uint64_t epoch, int old_size, i
     s->rounds[s->n_rounds++] = rec;
 }
 
-/* 1 if the join (or mark) at path is of this user, parses as a join of any round of this key,
- * and its writer is a process of this host that is gone. */
-static int writer_gone_of(const hn_bf_state_t *s, const char *path, int kind) {
-    uint8_t *data;
-    size_t len;
-    hidet_nccl__bf_msg_t m;
-    if (!hidet_nccl__bf_record_read_any(s, path, kind, &data, &len, &m)) return 0;
-    int gone = hidet_nccl__bf_process_gone(m.pid, m.host);
-    free(data);
-    return gone;
-}
-
-static int writer_gone(const hn_bf_state_t *s, const char *path) { return writer_gone_of(s, path, HN_BF_KIND_JOIN); }
-
 /* Removes the entry of d named name if it is this user's (a second user's file in a sticky
  * directory is hers to remove; root could, and must not). 1 removed. */
 static int remove_ours(DIR *d, const char *name) {
     struct stat st;
     return fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == geteuid() &&
            unlinkat(dirfd(d), name, 0) == 0;
+}
+
+/* Removes the record at path (entry name of d) if it is this user's, parses as a record of
+ * `kind` of any round of this key, and its writer is a process of this host that is gone. Only
+ * the file judged goes: a restarted rank may put its own presence there between the read and
+ * the removal (over the dead one's), and that one stays (remove_if_same). 1 removed. */
+static int remove_if_writer_gone(const hn_bf_state_t *s, DIR *d, const char *name, const char *path, int kind) {
+    uint8_t *data;
+    size_t len;
+    hidet_nccl__bf_msg_t m;
+    struct stat st;
+    if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != geteuid()) return 0;
+    if (!hidet_nccl__bf_record_read_any(s, path, kind, &data, &len, &m)) return 0;
+    int removed = hidet_nccl__bf_process_gone(m.pid, m.host) && hidet_nccl__bf_remove_if_same(path, data, len);
+    free(data);
+    return removed;
 }
 
 /* 1 if the decision of rec's round in the directory is the one rec noted (this job's, valid,
@@ -322,10 +324,10 @@ void hidet_nccl__bf_sweep(hn_bf_state_t *s, uint64_t epoch) {
             char decision[PATH_BYTES];
             hidet_nccl__bf_recovery_path(s, at, -1, "", decision, sizeof decision);
             gone = lstat(decision, &st) != 0;
-        } else if (kind == HN_BF_NAME_JOIN) /* presences and joins of dead processes */
-            gone = at <= epoch && writer_gone(s, path);
+        } else if (kind == HN_BF_NAME_JOIN && at <= epoch) /* presences and joins of dead processes */
+            remove_if_writer_gone(s, d, e->d_name, path, HN_BF_KIND_JOIN);
         else if (kind == HN_BF_NAME_REQUEST) /* requests of restarted ranks that died waiting */
-            gone = writer_gone_of(s, path, HN_BF_KIND_REQUEST);
+            remove_if_writer_gone(s, d, e->d_name, path, HN_BF_KIND_REQUEST);
         if (gone) remove_ours(d, e->d_name);
     }
     closedir(d);
@@ -357,14 +359,14 @@ void hidet_nccl__bf_sweep_ended(const hn_bf_state_t *s) {
         if (kind == HN_BF_NAME_OTHER)
             continue;
         else if (tmp)
-            gone = hidet_nccl__bf_tmp_orphaned(e->d_name);
+            gone = hidet_nccl__bf_tmp_orphaned(e->d_name) && remove_ours(d, e->d_name);
         else if ((kind == HN_BF_NAME_JOIN && hidet_nccl__bf_seq_epoch(seq) > 0) || kind == HN_BF_NAME_LEFTOUT)
-            gone = writer_gone(s, path);
+            gone = remove_if_writer_gone(s, d, e->d_name, path, HN_BF_KIND_JOIN);
         else if (kind == HN_BF_NAME_REQUEST)
-            gone = writer_gone_of(s, path, HN_BF_KIND_REQUEST);
+            gone = remove_if_writer_gone(s, d, e->d_name, path, HN_BF_KIND_REQUEST);
         else if (kind == HN_BF_NAME_DECISION)
-            gone = decision_ended(s, path);
-        if (!gone || !remove_ours(d, e->d_name)) continue;
+            gone = decision_ended(s, path) && remove_ours(d, e->d_name);
+        if (!gone) continue; /* removed: said below */
         size_t at = strlen(shown);
         if (removed++ < 4) snprintf(shown + at, sizeof shown - at, "%s%s", removed > 1 ? ", " : "", path);
     }
@@ -548,9 +550,9 @@ static void sweep_dead(const hn_bf_state_t *s) {
             } else if (tmp) {
                 gone = hidet_nccl__bf_tmp_orphaned(e->d_name);
             } else if (kind == HN_BF_NAME_JOIN) {
-                gone = writer_gone(s, path);
+                remove_if_writer_gone(s, d, e->d_name, path, HN_BF_KIND_JOIN);
             } else if (kind == HN_BF_NAME_REQUEST) {
-                gone = writer_gone_of(s, path, HN_BF_KIND_REQUEST);
+                remove_if_writer_gone(s, d, e->d_name, path, HN_BF_KIND_REQUEST);
             } else if (kind == HN_BF_NAME_ROUND && !is_id && round_writer_gone(s, path)) {
                 gone = 1;
                 if (r < 0 && n_dead < 8) dead_claims[n_dead++] = seq; /* a claim: its announce goes too */
