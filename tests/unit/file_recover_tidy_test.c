@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bootstrap_file/file_io_int.h"
 #include "hidet_nccl/bootstrap.h"
 #include "tests/cunit_runner.h"
 #include "tests/file_ranks.h"
@@ -272,6 +273,34 @@ static void test_roster_of_dead_rank0(void) {
     CU_ASSERT_EQUAL(hn_fr_count_files(dir, ""), 0);
 }
 
+/* What the sweeps remove a dead writer's join with (bootstrap_file/file_sweep.c): only the file
+ * they read. A restarted rank may put its presence over the dead one's between the read and the
+ * removal (heal_file_test lost one so under load); that file is put back, whole, and nothing is
+ * left aside. */
+static void test_removes_only_the_file_read(void) {
+    char host[128], dir[PATH_MAX], path[PATH_MAX + 64];
+    this_host(host, sizeof host);
+    hn_fr_new_dir(dir, sizeof dir);
+    uint8_t dead[1024], live[1024], *now = NULL;
+    size_t dead_len = hn_fr_make_join(dead, sizeof dead, "sweep", 0, 3, 1, hn_fr_dead_pid(), host, SECRET);
+    size_t live_len = hn_fr_make_join(live, sizeof live, "sweep", 0, 3, 1, (uint32_t)getpid(), host, SECRET);
+    hn_fr_recovery_path(dir, "sweep", 0, 1, path, sizeof path);
+    hn_fr_put_file(path, live, live_len); /* the restarted rank's, put since the dead one's was read */
+    CU_ASSERT_EQUAL(hidet_nccl__bf_remove_if_same(path, dead, dead_len), 0);
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    now = malloc(live_len + 1);
+    CU_ASSERT_EQUAL(fread(now, 1, live_len + 1, f), live_len);
+    CU_ASSERT_EQUAL(memcmp(now, live, live_len), 0);
+    fclose(f);
+    free(now);
+    CU_ASSERT_EQUAL(hn_fr_count_files(dir, ""), 1); /* nothing left under a temporary name */
+    hn_fr_put_file(path, dead, dead_len); /* the dead one's, unchanged since it was read: it goes */
+    CU_ASSERT_EQUAL(hidet_nccl__bf_remove_if_same(path, dead, dead_len), 1);
+    CU_ASSERT_EQUAL(hn_fr_count_files(dir, ""), 0);
+    CU_ASSERT_EQUAL(hidet_nccl__bf_remove_if_same(path, dead, dead_len), 0); /* nothing there */
+}
+
 int main(void) {
     if (hn_fr_begin("file_recover_tidy") != 0) return 1;
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -285,6 +314,7 @@ int main(void) {
         {"a second user's .leftout mark is not trusted", test_foreign_leftout_mark},
         {"a later round that left out a rank that ends last: nothing stays", test_later_round_left_out},
         {"rank 0 killed, the others end: its roster goes with the last", test_roster_of_dead_rank0},
+        {"a dead writer's join goes only if it is still the file read", test_removes_only_the_file_read},
         {NULL, NULL},
     };
     return hn_run_tests("file_recover_tidy", tests);
