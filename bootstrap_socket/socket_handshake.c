@@ -379,9 +379,10 @@ hidet_nccl_status_t hidet_nccl__sk_client_handshake(hn_sk_state_t *s, double dea
         if (!closed) return st;
         /* The hub's first close with this rank's deadline gone too: it gave up at its own
          * deadline, a moment before this rank's (on a loaded machine the close is read late). */
-        if (hidet_nccl__poll_expired(&wait) && closes == 0)
+        int expired = hidet_nccl__poll_expired(&wait); /* one look: both answers from the same moment */
+        if (expired && closes == 0)
             return no_welcome(s, "; it closed this rank's connection as the deadline came", msg, n);
-        if (hidet_nccl__poll_expired(&wait))
+        if (expired)
             return hidet_nccl__say(msg, n, HIDET_NCCL_ERROR_TIMEOUT,
                                    "rank %d: %s at %s:%d closed its connection %d times before a welcome, until the "
                                    "deadline (it drops what it cannot take: another job's key or size there, this rank "
